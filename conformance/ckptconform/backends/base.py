@@ -1,0 +1,152 @@
+"""What every storage backend of the suite provides, and the per-test sandbox on it.
+
+A backend is a place where checkpoints go (a temp directory, fsspec's memory file system, an S3
+server). It gives the tests a base URL, the ``storage_options`` an implementation needs to reach
+it, raw access that bypasses the implementation (an fsspec file system with no caches, so it
+never hides requests or sees stale listings), and, where the suite controls the server, a
+request ledger. Backends start lazily, once per session, and the plugin stops them at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import string
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from ckptconform.ledger import RequestLedger
+
+__all__ = ["Backend", "BackendSettings", "BackendUnavailableError", "random_name"]
+
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def random_name(length: int = 16) -> str:
+    """A random name that is safe as a path segment and an S3 key part."""
+    return "".join(secrets.choice(_ALPHABET) for _ in range(length))
+
+
+class BackendUnavailableError(Exception):
+    """The backend cannot run here; ``str(exc)`` is the one-line reason."""
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """Command-line settings that backends read."""
+
+    s3_endpoint: str | None = None
+    s3_bucket: str = "ckptconform"
+
+
+class Backend:
+    """Base class: lifecycle, raw access helpers. Subclasses set the class attributes."""
+
+    name: ClassVar[str] = ""
+    scheme: ClassVar[str] = ""
+    #: True when the store has no real directories (the coordinator creates none there).
+    object_store: ClassVar[bool] = False
+    #: True when another process sees the data (memory:// is per process).
+    cross_process: ClassVar[bool] = True
+    #: True when the backend records requests (``self.ledger`` is set once started).
+    has_ledger: ClassVar[bool] = False
+
+    def __init__(self, settings: BackendSettings | None = None) -> None:
+        self.settings = settings or BackendSettings()
+        self.ledger: RequestLedger | None = None
+        self._lock = threading.Lock()
+        self._started = False
+        self._start_error: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def availability(self) -> str | None:
+        """``None`` when the backend can run, else a one-line reason; cheap, no side effects."""
+        return None
+
+    def start(self) -> None:
+        """Start once; a failure is remembered and raised again as ``BackendUnavailableError``."""
+        with self._lock:
+            if self._started:
+                return
+            if self._start_error is not None:
+                raise BackendUnavailableError(self._start_error)
+            reason = self.availability()
+            if reason is None:
+                try:
+                    self._start()
+                except BackendUnavailableError as exc:
+                    reason = str(exc)
+                except Exception as exc:
+                    reason = f"{self.name}: failed to start: {type(exc).__name__}: {exc}"
+                    self._safe_stop()
+            if reason is not None:
+                self._start_error = reason
+                raise BackendUnavailableError(reason)
+            self._started = True
+
+    def stop(self) -> None:
+        """Stop and clean up; safe to call more than once, also when never started."""
+        with self._lock:
+            if self._started:
+                self._started = False
+                self._safe_stop()
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def _safe_stop(self) -> None:
+        # A failing stop must not hide the run's result.
+        with contextlib.suppress(Exception):
+            self._stop()
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _stop(self) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ access
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        """fsspec-style options an implementation needs to reach this backend (a copy)."""
+        return {}
+
+    @property
+    def raw(self) -> Any:
+        """An fsspec file system for the suite's own inspection (bypasses the implementation)."""
+        raise NotImplementedError
+
+    @property
+    def base_url(self) -> str:
+        """The URL under which the sandboxes of this run live."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """One line for the run header (never shows secrets)."""
+        return f"{self.name} ({self.scheme})"
+
+    def new_root(self) -> str:
+        """A fresh, random root URL for one test."""
+        return f"{self.base_url}/{random_name(16)}"
+
+    def raw_path(self, url: str) -> str:
+        """The path of ``url`` as ``raw`` understands it."""
+        return str(self.raw._strip_protocol(url)).rstrip("/")
+
+    def url_of(self, raw_path: str) -> str:
+        """The URL of a path that ``raw`` returned (inverse of ``raw_path``)."""
+        return f"{self.scheme}://{raw_path}"
+
+    def remove(self, url: str) -> None:
+        """Delete everything below ``url`` (missing is fine)."""
+        path = self.raw_path(url)
+        try:
+            if self.raw.exists(path):
+                self.raw.rm(path, recursive=True)
+        except FileNotFoundError:
+            pass

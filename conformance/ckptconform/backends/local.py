@@ -1,0 +1,53 @@
+"""The local file system backend: ``file://`` URLs under a temporary directory."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ckptconform.backends.base import Backend
+
+__all__ = ["LocalBackend"]
+
+
+class LocalBackend(Backend):
+    name = "local"
+    scheme = "file"
+    object_store = False
+    cross_process = True
+
+    _dir: Path | None = None
+    _fs: Any = None
+
+    def _start(self) -> None:
+        from fsspec.implementations.local import LocalFileSystem
+
+        self._dir = Path(tempfile.mkdtemp(prefix="ckptconform-local-")).resolve()
+        self._fs = LocalFileSystem(skip_instance_cache=True)
+
+    def _stop(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    @property
+    def raw(self) -> Any:
+        if self._fs is None:
+            self.start()
+        return self._fs
+
+    @property
+    def base_url(self) -> str:
+        if self._dir is None:
+            self.start()
+        assert self._dir is not None
+        return self._dir.as_uri()
+
+    def url_of(self, raw_path: str) -> str:
+        return Path(raw_path).as_uri()
+
+    def describe(self) -> str:
+        where = f" under {self._dir}" if self._dir is not None else ""
+        return f"local (file{where})"

@@ -1,0 +1,508 @@
+"""The normative clause catalog of the conformance suite.
+
+Every test of the suite names the clauses it checks (``@pytest.mark.clause("INL-1")``); the
+plugin reads this catalog to validate those ids, to skip clauses whose capability a target does
+not claim, and to print the clause report. Ids are stable once published: a clause may be
+reworded, never renumbered or reused.
+
+Sources. Each clause says which source it follows: the seed documents (Flink's javadoc and
+PyFlink's pages, ``seed 000`` .. ``seed 004``), Flink's code and tests as digested in
+``flink-checkpoint-storage.md`` (ids such as ``S7`` or ``T-BASE1``), or a decision of this
+project (``decision``) where Flink has no rule or a known bug. A clause asserts only behaviour
+visible through ``ckptstore.api`` and on the backend itself (raw listings, request counts),
+never an implementation's classes, temporary file names or one file system's quirks.
+
+Levels. A MUST clause fails the run; a SHOULD clause is reported as a warning unless the run is
+strict. A MUST clause depends on an optional capability only when it is about that capability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["CAPABILITIES", "CLAUSES", "GROUPS", "RESERVED_GROUPS", "Clause", "clauses_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One normative statement: what an implementation must (or should) do."""
+
+    id: str
+    group: str
+    level: Literal["MUST", "SHOULD"]
+    capabilities: tuple[str, ...]
+    title: str
+    text: str
+    spec: tuple[str, ...]
+
+
+#: Optional features a target may claim; clauses that need one are skipped when it is not claimed.
+CAPABILITIES: dict[str, str] = {
+    "file-layout": "Flink's directory layout: <base>/<job id>/{chk-<n>,shared,taskowned}, "
+    "_metadata, savepoint-<job[0:6]>-<random> directories.",
+    "inline-state": "Streams honour a configurable inline threshold: state up to the threshold "
+    "travels inside the handle, larger state goes to a file on the backend.",
+    "savepoints": "initialize_location_for_savepoint writes savepoints to a target or default "
+    "savepoint directory.",
+    "relocatable-savepoints": "A savepoint directory moved as a whole still restores "
+    "(relative handles, rebased by CompletedCheckpointStorageLocation.resolve_handle).",
+    "task-owned-state": "Task-owned state streams and the task-owned state toolset.",
+    "fast-duplicate": "Toolsets and stream factories duplicate file state server-side "
+    "(copy or link, no re-upload).",
+    "entropy-injection": "An entropy key in the checkpoint path is replaced by random "
+    "characters in data file paths and removed from metadata paths and pointers.",
+    "memory-limit": "A maximum state size (JobManagerCheckpointStorage's max_state_size).",
+}
+
+#: Clause groups in report order, with a one-line description.
+GROUPS: dict[str, str] = {
+    "SER": "serializability",
+    "THR": "thread safety",
+    "STR": "stream semantics",
+    "INL": "inline threshold",
+    "LAY": "path layout",
+    "PTR": "pointer resolution",
+    "NOX": "no directory-existence calls",
+    "TOW": "task-owned state and its cleanup",
+    "SAV": "savepoints",
+    "MD": "metadata and finalization",
+    "DIS": "disposal",
+    "MEM": "JobManager storage limits",
+    "SPK": "distributed execution on Spark",
+    "REQ": "request budgets",
+}
+
+#: Groups that exist but have no clauses yet (later issues add them).
+RESERVED_GROUPS: tuple[str, ...] = ("SPK", "REQ")
+
+# (id, level, capabilities, title, text, spec refs)
+# fmt: off
+_RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
+    # ------------------------------------------------------------------ SER
+    ("SER-1", "MUST", (), "storage survives pickle and cloudpickle",
+     "A CheckpointStorage, fresh or already used, survives pickle and cloudpickle, and the copy "
+     "creates accesses, writes state and resolves the same pointers as the original (seed 000: "
+     "implementations need to be serializable).",
+     ("seed 000", "seed 003", "CS1")),
+    ("SER-2", "MUST", (), "handles survive pickling",
+     "State handles (inline and file-backed) survive pickle and cloudpickle; the copy has the "
+     "same state_size and reads the same bytes (Flink handles are Serializable).",
+     ("H1", "H4", "MD6")),
+    ("SER-3", "MUST", (), "references and completed locations survive pickling",
+     "Location references survive pickling with equality and default-ness intact, and completed "
+     "checkpoint locations survive pickling with the same external_pointer and metadata bytes.",
+     ("REF1", "MD6")),
+    ("SER-4", "MUST", (), "objects work in a fresh process",
+     "A storage, handles, location references and completed locations unpickled in a fresh "
+     "Python process work there: handles read the same bytes, the pointer resolves, and state "
+     "written there reads back in the original process (seed 000: storages are distributed "
+     "across parallel processes).",
+     ("seed 000", "seed 003")),
+    ("SER-5", "MUST", (), "storage pickle is small",
+     "A storage pickles to less than 4 KiB, also after use: it holds configuration only, no "
+     "clients, caches or locks (seed 000: 'contain only configurations').",
+     ("seed 000", "CS1")),
+    ("SER-6", "SHOULD", (), "storage pickle under 1 KiB",
+     "A storage pickles to less than 1 KiB and its pickle does not grow with use (decision, "
+     "following seed 000's 'very lightweight').",
+     ("seed 000", "decision")),
+    ("SER-7", "SHOULD", (), "file handle pickle under 1 KiB",
+     "A file-backed state handle pickles to less than 1 KiB: a path and a size, never a file "
+     "system instance (Flink's FileStateHandle holds a path and a size).",
+     ("H1", "decision")),
+    # ------------------------------------------------------------------ THR
+    ("THR-1", "MUST", (), "concurrent streams keep their own bytes",
+     "Many threads creating and writing streams at once on one storage, one access and one "
+     "factory each get a handle that reads back exactly their own bytes, and no two streams "
+     "share a file (seed 000: 'Multiple threads may be creating streams concurrently').",
+     ("seed 000", "seed 003", "S11")),
+    ("THR-2", "MUST", (), "concurrent coordinator and worker calls",
+     "create_checkpoint_storage, initialize_location_for_checkpoint (distinct ids), "
+     "resolve_checkpoint_storage_location, finalization and resolve_checkpoint called from many "
+     "threads at once on one storage behave as if called one at a time (seed 000: thread-safe).",
+     ("seed 000",)),
+    ("THR-3", "MUST", (), "close from another thread",
+     "close() called from another thread while a stream is being written returns, leaves the "
+     "stream closed (later writes raise OSError or ValueError) and leaves no file of that stream "
+     "(Flink FLINK-28984: a close racing with file creation still deletes the file).",
+     ("S13", "S16", "T-SOS12", "P5")),
+    # ------------------------------------------------------------------ STR
+    ("STR-1", "MUST", (), "state round-trips whatever the chunking",
+     "Bytes written to a state stream in any chunking, in either scope, read back identically "
+     "through the handle from close_and_get_handle(), any number of times, each read starting at "
+     "the first byte (seed 000: raw bytes storage; Flink T-SOS5).",
+     ("seed 000", "S12", "T-SOS5")),
+    ("STR-2", "SHOULD", (), "state_size is exact",
+     "A handle's state_size equals the number of bytes written (Flink records the file position; "
+     "-1 only when that fails).",
+     ("S12", "H1")),
+    ("STR-3", "MUST", (), "empty stream gives None",
+     "close_and_get_handle() on a stream with nothing written (or only empty writes) returns "
+     "None and leaves no file (Flink S12a, FLINK-5218).",
+     ("S12", "T-SOS2")),
+    ("STR-4", "MUST", (), "tell counts every byte",
+     "tell() equals the number of bytes written so far, across chunk and buffer boundaries "
+     "(Flink getPos, T-SOS6).",
+     ("S10", "T-SOS6")),
+    ("STR-5", "MUST", (), "use after close fails",
+     "After close() or close_and_get_handle(), write() and close_and_get_handle() raise OSError "
+     "or ValueError and `closed` is true (Flink S14: IOException).",
+     ("S14", "T-SOS9", "T-SOS10")),
+    ("STR-6", "MUST", (), "close discards, idempotently",
+     "close() without taking a handle discards the stream: it never raises, can be repeated, and "
+     "leaves no file of the stream; close() after close_and_get_handle() keeps the state "
+     "readable (Flink S13, T-CSOS3).",
+     ("S13", "S14", "T-CSOS3")),
+    ("STR-7", "MUST", (), "context manager",
+     "A stream used as a context manager is discarded when the block ends without a handle, "
+     "exceptions from the block propagate, and a handle taken inside the block stays valid after "
+     "it (Flink T-SOS10 try-with-resources).",
+     ("T-SOS10", "decision")),
+    ("STR-8", "MUST", (), "written bytes are copied",
+     "write() accepts bytes, bytearray and memoryview and stores the bytes as they were at the "
+     "call: changing the caller's buffer afterwards does not change the state, and write() never "
+     "modifies the caller's buffer (Flink T-SOS5 checks the source array).",
+     ("S6", "T-SOS5")),
+    ("STR-9", "MUST", (), "flush keeps the stream open",
+     "flush() neither ends the stream nor loses bytes: writes after a flush are part of the same "
+     "state.",
+     ("S9",)),
+    ("STR-10", "MUST", (), "as_bytes_if_in_memory",
+     "as_bytes_if_in_memory() of a handle returns either None or exactly the state's bytes, and "
+     "None for handles that name a file (Flink H4).",
+     ("H4",)),
+    # ------------------------------------------------------------------ INL
+    ("INL-1", "MUST", ("inline-state",), "small state stays inline",
+     "State of at most `threshold` bytes, written in writes each smaller than the threshold, is "
+     "returned inline (as_bytes_if_in_memory gives the bytes) and creates no file (seed 002: "
+     "'State up to this size will be stored as part of the metadata'; Flink S7 is inclusive).",
+     ("seed 002", "S7", "T-SOS3")),
+    ("INL-2", "SHOULD", ("inline-state",), "inline whatever the chunking",
+     "State of at most `threshold` bytes stays inline whatever the write chunking, including one "
+     "write of exactly `threshold` bytes (decision; Flink 2.x spills in that case, T-FSF1).",
+     ("decision", "S6", "T-FSF1")),
+    ("INL-3", "MUST", ("inline-state",), "larger state goes to a file",
+     "State of more than `threshold` bytes is stored in a file on the backend that holds exactly "
+     "those bytes, and its handle is not inline (seed 002; Flink S7: threshold+1 bytes give a "
+     "file).",
+     ("seed 002", "S7", "T-SOS4")),
+    ("INL-4", "MUST", ("inline-state",), "threshold 0",
+     "With threshold 0 every non-empty state goes to a file (Flink S7, testZeroThreshold).",
+     ("S7", "T-SOS5")),
+    ("INL-5", "MUST", ("inline-state",), "flush respects the threshold",
+     "flush() while at most `threshold` bytes were written creates no file, and the state still "
+     "ends inline (Flink S9, FLINK-17820: flush used to create a file per subtask).",
+     ("S9", "T-FSF6", "P9")),
+    ("INL-6", "MUST", ("inline-state",), "the 1 MiB maximum is accepted",
+     "A threshold of 1048576 bytes (1 MiB, MAX_FILE_STATE_THRESHOLD) is accepted and 1 MiB of "
+     "state stays inline under it (Flink CS4, CFG4).",
+     ("CS4", "CFG4", "seed 002")),
+    ("INL-7", "MUST", ("inline-state",), "invalid thresholds are rejected",
+     "A threshold above 1048576 or below -1 raises ValueError, at make_storage or at the latest "
+     "when the first access or stream is created (Flink CS4, S2: IllegalArgumentException).",
+     ("CS4", "S2")),
+    ("INL-8", "SHOULD", ("inline-state",), "default threshold 20 KiB",
+     "Without a configured threshold, state up to 20480 bytes stays inline and 20481 bytes go to "
+     "a file (Flink CFG4 default since FLINK-17865; PyFlink's '1KB' docstring is stale).",
+     ("CFG4", "CS4", "P9")),
+    # ------------------------------------------------------------------ LAY
+    ("LAY-1", "MUST", ("file-layout",), "job directory",
+     "A job's checkpoint data lies below <checkpoint_dir>/<job id>/, where <job id> is "
+     "str(JobID): 32 lowercase hex characters (seed 001; Flink L1, L2).",
+     ("seed 001", "L1", "L2")),
+    ("LAY-2", "MUST", ("file-layout",), "chk-<n> directories",
+     "Checkpoint n's exclusive state and _metadata lie in <job dir>/chk-<n>, n in decimal "
+     "without zero padding (seed 001: 'chk-17'; Flink L1, L2).",
+     ("seed 001", "L1", "L2", "S3")),
+    ("LAY-3", "MUST", ("file-layout",), "shared/ directory",
+     "Shared-scope state of checkpoints lies in <job dir>/shared/ (Flink L1, S3, T-FSA4).",
+     ("L1", "S3", "T-FSA4")),
+    ("LAY-4", "MUST", ("file-layout",), "files directly in their directory",
+     "State files lie directly in their directory (chk-<n>, shared, taskowned, a savepoint "
+     "directory), never in sub-directories (Flink L3).",
+     ("L3",)),
+    ("LAY-5", "MUST", ("file-layout",), "metadata file and pointer",
+     "A checkpoint's metadata is the file _metadata in its directory, and its external pointer "
+     'names that directory (seed 001: \"\'_metadata\'\"; Flink PTR1, MD4).',
+     ("seed 001", "L3", "PTR1", "MD4")),
+    ("LAY-6", "MUST", ("file-layout",), "coordinator creates the directories",
+     "On file systems with real directories, initialize_base_locations_for_checkpoint creates "
+     "shared/ and taskowned/, and initialize_location_for_checkpoint(n) creates chk-<n>, because "
+     "workers never create directories (seed 002; Flink ACC5, ACC6, T-FSA5).",
+     ("seed 002", "ACC5", "ACC6", "T-FSA5")),
+    ("LAY-7", "MUST", ("file-layout",), "no leftovers after finalization",
+     "After finalization a chk-<n> directory holds exactly _metadata and the files of the "
+     "exclusive handles taken from its streams: no temporary or staging files remain (decision; "
+     "Flink commits _metadata with no visible staging file, MD2).",
+     ("MD2", "decision")),
+    ("LAY-8", "MUST", ("entropy-injection",), "entropy key never reaches the store",
+     "With an entropy key in the checkpoint path, no object written carries the key: data files "
+     "get random characters in its place and the _metadata path and the external pointer have it "
+     "removed, and the pointer resolves (Flink E3, E4, E7, T-ENT1).",
+     ("E3", "E4", "E7", "L7", "T-ENT1")),
+    # ------------------------------------------------------------------ PTR
+    ("PTR-1", "MUST", (), "pointers resolve",
+     "The external_pointer of a finalized checkpoint resolves, through the storage, its accesses "
+     "and a fresh storage instance from the same configuration, to a location whose metadata "
+     "handle reads the bytes that were written (seed 001: resolveCheckpoint).",
+     ("seed 001", "CS1", "ACC4", "PTR9")),
+    ("PTR-2", "MUST", (), "pointer spellings",
+     "The checkpoint directory, the directory with a trailing '/', and the metadata file all "
+     "resolve to the same external pointer and metadata bytes (Flink PTR8, T-BASE1).",
+     ("PTR6", "PTR7", "PTR8", "T-BASE1")),
+    ("PTR-3", "MUST", (), "stable pointer",
+     "Resolving an external pointer gives a location whose external_pointer is the same string "
+     "(Flink PTR1: the qualified directory).",
+     ("PTR1", "PTR9")),
+    ("PTR-4", "MUST", (), "pointers resolve anywhere on the file system",
+     "A storage resolves pointers written by another storage instance or another job, including "
+     "pointers outside its own checkpoint directory; two jobs using the same checkpoint id do "
+     "not interfere (Flink T-BASE3; resolveCheckpointPointer is static).",
+     ("T-BASE3", "CS1")),
+    ("PTR-5", "MUST", (), "missing arguments",
+     "resolve_checkpoint(None) raises TypeError and resolve_checkpoint('') raises ValueError "
+     "(Flink PTR2: NullPointerException, IllegalArgumentException).",
+     ("PTR2", "T-BASE2")),
+    ("PTR-6", "MUST", (), "missing checkpoint",
+     "A pointer to a path that does not exist raises FileNotFoundError (Flink PTR5).",
+     ("PTR5", "T-BASE2")),
+    ("PTR-7", "MUST", (), "no metadata, no checkpoint",
+     "A checkpoint directory without _metadata (in flight, aborted, or metadata deleted) does "
+     "not resolve: FileNotFoundError (Flink PTR6; the Flink fixture's chk-13).",
+     ("PTR6",)),
+    ("PTR-8", "MUST", (), "invalid pointers",
+     "Garbage strings and unknown or unsupported URL schemes raise OSError, and the JobManager's "
+     "'<checkpoint-not-externally-addressable>' pointer raises FileNotFoundError (Flink PTR3, "
+     "PTR4, PTR10).",
+     ("PTR3", "PTR4", "PTR10", "T-BASE2")),
+    ("PTR-9", "SHOULD", (), "any metadata file name",
+     "A pointer naming a file is taken as the metadata file, whatever the file's name (Flink "
+     "PTR7).",
+     ("PTR7",)),
+    ("PTR-10", "MUST", (), "Flink-written checkpoints resolve",
+     "Pointers into checkpoint and savepoint directories written by Apache Flink 2.3.0 resolve "
+     "in every spelling to their _metadata bytes, and Flink's in-flight chk-13 does not (seed "
+     "001).",
+     ("seed 001", "PTR5", "PTR6", "PTR8")),
+    ("PTR-11", "SHOULD", (), "local path spellings",
+     "On the local file system, '/abs/dir', 'file:/abs/dir' and 'file:///abs/dir' name the same "
+     "checkpoint (Flink prints pointers as 'file:/...').",
+     ("PTR1", "PATH")),
+    # ------------------------------------------------------------------ NOX
+    ("NOX-1", "MUST", (), "worker path sends no existence checks",
+     "On S3, the worker path (unpickling the storage, create_checkpoint_storage, "
+     "resolve_checkpoint_storage_location, creating, writing, closing and finishing state and "
+     "task-owned streams) sends no HeadObject, HeadBucket or List request (seed 002: floods of "
+     "directory existence checks are prohibitive; Flink S1).",
+     ("seed 002", "S1", "P1")),
+    ("NOX-2", "MUST", (), "resolving a location costs nothing",
+     "create_checkpoint_storage and resolve_checkpoint_storage_location create nothing on the "
+     "backend and, on S3, send no request at all (Flink ACC1, ACC9, T-FSA5).",
+     ("ACC1", "ACC9", "T-FSA5", "seed 002")),
+    ("NOX-3", "MUST", ("inline-state",), "inline streams send nothing",
+     "On S3, a stream whose state stays inline sends no request (seed 002: 'no files are "
+     "written').",
+     ("seed 002", "S7")),
+    ("NOX-4", "MUST", ("inline-state",), "one upload per file",
+     "On S3, a stream whose state goes to a file costs exactly one PutObject, or one multipart "
+     "upload (CreateMultipartUpload, UploadPart..., CompleteMultipartUpload), and nothing else "
+     "(seed 002: writes have much higher quotas than HEAD).",
+     ("seed 002", "S1", "S11")),
+    ("NOX-5", "MUST", ("inline-state",), "discard without existence checks",
+     "On S3, discard_state() of a file handle sends a delete and no HeadObject or List request "
+     "when the delete succeeds (Flink H2, T-FSH3).",
+     ("H2", "T-FSH2", "T-FSH3", "P1")),
+    ("NOX-6", "MUST", (), "resolving a pointer never lists",
+     "On S3, resolve_checkpoint sends no List and no HeadBucket request (Flink PTR9: one or two "
+     "status calls, never a listing).",
+     ("PTR9",)),
+    ("NOX-7", "SHOULD", (), "no directory requests on object stores",
+     "On S3, initialize_base_locations_for_checkpoint and initialize_location_for_checkpoint "
+     "send no request: object stores have no directories (decision, following S1).",
+     ("S1", "ACC5", "ACC6", "decision")),
+    ("NOX-8", "MUST", (), "finalization never lists",
+     "On S3, creating, writing and finalizing a metadata stream sends no List and no HeadBucket "
+     "request, and HeadObject only on the metadata file itself (Flink MD2).",
+     ("MD2", "S1")),
+    # ------------------------------------------------------------------ TOW
+    ("TOW-1", "MUST", (), "task-owned streams round-trip",
+     "create_task_owned_state_stream() returns a state stream with the STR semantics: its handle "
+     "reads back the bytes, and an empty stream gives None (seed 004).",
+     ("seed 004", "ACC10")),
+    ("TOW-2", "MUST", ("file-layout",), "task-owned state lies in taskowned/",
+     "Task-owned state files lie directly in <job dir>/taskowned/ (Flink TO2, T-FSA3).",
+     ("TO2", "T-FSA3", "L1")),
+    ("TOW-3", "MUST", (), "coordinator disposal keeps task-owned state",
+     "Task-owned state survives dispose_storage_location of completed checkpoints and "
+     "dispose_on_failure of aborted ones (seed 004: 'not attached to the life cycle of a "
+     "specific checkpoint'; Flink TO3).",
+     ("seed 004", "TO1", "TO3")),
+    ("TOW-4", "MUST", (), "tasks clean up their own state",
+     "discard_state() of a task-owned handle removes its state from the backend (seed 004: 'the "
+     "responsibility of the tasks to handle the cleanup').",
+     ("seed 004", "TO1", "H2")),
+    ("TOW-5", "MUST", (), "abandoned task-owned streams leave nothing",
+     "A task-owned stream closed without taking a handle leaves no file (Flink S13).",
+     ("S13", "seed 004")),
+    ("TOW-6", "MUST", ("inline-state",), "threshold applies to task-owned state",
+     "The inline threshold applies to task-owned streams: small state inline, larger state in a "
+     "file (Flink TO2).",
+     ("TO2", "ACC10")),
+    ("TOW-7", "MUST", (), "duplication of what cannot be duplicated",
+     "Toolsets and stream factories answer can_fast_duplicate() False for inline handles, and "
+     "duplicate() of a handle they cannot duplicate raises ValueError or OSError (Flink T-TS1, "
+     "TO4, TO5, S17).",
+     ("seed 004", "TO4", "TO5", "S17", "T-TS1")),
+    ("TOW-8", "MUST", ("fast-duplicate",), "fast duplication",
+     "For a file handle from another location, can_fast_duplicate() is True and duplicate() "
+     "returns, in order, handles of new files in the target location (task-owned for the "
+     "toolset, the scope's directory for a factory) with the same bytes and sizes; the sources "
+     "stay intact (Flink TO4, T-TS2, T-TS4).",
+     ("TO4", "TO6", "S17", "T-TS2", "T-TS4")),
+    ("TOW-9", "MUST", ("fast-duplicate",), "duplication is server-side",
+     "On S3, duplicate() copies server-side: CopyObject requests, no GetObject and no upload of "
+     "the data (Flink TO6: files are copied instead of re-uploaded).",
+     ("TO4", "TO6")),
+    # ------------------------------------------------------------------ SAV
+    ("SAV-1", "MUST", ("savepoints",), "savepoint target matrix",
+     "initialize_location_for_savepoint puts the savepoint in a new directory directly below the "
+     "given target, which wins over the default savepoint directory, else below the default "
+     "(seed 001; Flink ACC7, T-BASE5).",
+     ("seed 001", "ACC7", "T-BASE5")),
+    ("SAV-2", "MUST", ("savepoints",), "no savepoint location",
+     "has_default_savepoint_location() tells whether a default savepoint directory is "
+     "configured; with neither a target nor a default, initialize_location_for_savepoint raises "
+     "ValueError (Flink ACC3, ACC7).",
+     ("ACC3", "ACC7", "T-BASE5")),
+    ("SAV-3", "MUST", ("savepoints",), "self-contained savepoints",
+     "A savepoint's exclusive and shared state and its _metadata all lie in its one directory, "
+     "and the savepoint restores from its pointer through a fresh storage (Flink ACC8, T-FSA1, "
+     "T-FSA2; FLINK-5763).",
+     ("ACC8", "T-FSA1", "T-FSA2", "H6")),
+    ("SAV-4", "MUST", ("savepoints", "file-layout"), "savepoint directory names",
+     "A savepoint directory is named savepoint-<first 6 characters of the job id>-<12 characters "
+     "of [0-9a-f]> (seed 001: 'savepoint-jobId(0, 6)-randomDigits'; Flink L5).",
+     ("seed 001", "L5")),
+    ("SAV-5", "MUST", ("savepoints",), "distinct savepoints",
+     "Savepoints of one job taken one after the other at the same target get distinct "
+     "directories and do not overwrite each other (seed 001: entropy 'to avoid directory "
+     "collisions').",
+     ("seed 001", "ACC7")),
+    ("SAV-6", "MUST", ("savepoints",), "workers write into savepoints",
+     "resolve_checkpoint_storage_location(id, savepoint_location.location_reference) gives a "
+     "worker a factory whose state restores with the savepoint (seed 004; Flink ACC9, REF4).",
+     ("seed 004", "ACC9", "REF4")),
+    ("SAV-7", "MUST", ("relocatable-savepoints",), "moved savepoints restore",
+     "A savepoint directory moved as a whole (the original deleted) resolves at its new place, "
+     "and its exclusive state handles, passed through the new location's resolve_handle, read "
+     "the same bytes (Flink H6, FLINK-5763).",
+     ("H6", "P11")),
+    # ------------------------------------------------------------------ MD
+    ("MD-1", "MUST", (), "metadata is never half-visible",
+     "Before close_and_finalize_checkpoint() the checkpoint does not resolve and no file exists "
+     "at the metadata's final path (decision following FLINK-17808, MD2; Flink's plain writer "
+     "made it visible early, P7).",
+     ("MD2", "T-MOS1", "P7", "decision")),
+    ("MD-2", "MUST", (), "close without finalize leaves nothing",
+     "close() on a metadata stream without finalizing leaves no file of that stream and the "
+     "checkpoint does not resolve (Flink MD5, T-MOS2).",
+     ("MD5", "T-MOS2")),
+    ("MD-3", "MUST", (), "no second metadata",
+     "A second metadata stream for an already finalized checkpoint fails with OSError, at "
+     "creation or at the latest at finalization, and the first _metadata stays unchanged (Flink "
+     "MD2, T-BASE4).",
+     ("MD2", "T-BASE4")),
+    ("MD-4", "MUST", (), "finalization result",
+     "close_and_finalize_checkpoint() returns a completed location whose external_pointer is a "
+     "string and whose metadata_handle reads exactly the bytes written; tell() counted them "
+     "(Flink MD3, MD4).",
+     ("MD3", "MD4")),
+    ("MD-5", "MUST", (), "empty metadata",
+     "A metadata stream with nothing written still finalizes into a resolvable checkpoint whose "
+     "metadata has zero bytes: metadata has no inline threshold (Flink MD3, T-CSOS1).",
+     ("MD3", "T-CSOS1")),
+    ("MD-6", "MUST", (), "after finalization",
+     "After close_and_finalize_checkpoint(), write() and a second finalization raise OSError or "
+     "ValueError, and close() is harmless and keeps the checkpoint (Flink MD4, MD5).",
+     ("MD4", "MD5")),
+    ("MD-7", "MUST", (), "resolve_handle",
+     "A completed location's resolve_handle() returns handles that read the same bytes for the "
+     "location's own handles, inline handles and absolute file handles, and raises ValueError "
+     "for a relative handle whose relative_path is not one file name inside the directory "
+     "(contract: it never reads outside the checkpoint).",
+     ("H5", "H6", "decision")),
+    ("MD-8", "MUST", (), "negative checkpoint ids",
+     "initialize_location_for_checkpoint() with a negative id raises ValueError (Flink ACC6).",
+     ("ACC6", "MEM3")),
+    # ------------------------------------------------------------------ DIS
+    ("DIS-1", "MUST", (), "aborted checkpoints are removed",
+     "dispose_on_failure() of an in-progress location removes its exclusive state from the "
+     "backend, and shared-scope state written for it survives (Flink MD7, ACC12).",
+     ("MD7", "ACC12")),
+    ("DIS-2", "MUST", (), "completed checkpoints are removed",
+     "dispose_storage_location() of a completed location, also one obtained from "
+     "resolve_checkpoint on a fresh storage, removes the checkpoint's directory with _metadata "
+     "and its exclusive state, and the pointer no longer resolves (Flink MD6, T-CCL1, "
+     "FLINK-38909).",
+     ("MD6", "T-CCL1", "P4")),
+    ("DIS-3", "MUST", (), "disposal is confined",
+     "Disposing one checkpoint never removes shared state, task-owned state or another "
+     "checkpoint's data (Flink MD6, MD7, TO3).",
+     ("MD6", "MD7", "TO3")),
+    ("DIS-4", "MUST", (), "deleting what is gone is not an error",
+     "discard_state() of a handle whose file is already gone, and a second dispose of a "
+     "location, do not raise (Flink H2, FLINK-26450).",
+     ("H2", "T-FSH4", "P8")),
+    ("DIS-5", "MUST", (), "discard deletes only its own file",
+     "discard_state() removes the handle's file only: other files in the same directory survive, "
+     "and on file systems with directories the directory survives (Flink H2, T-FSH2).",
+     ("H2", "H4", "T-FSH2", "T-SOS10")),
+    # ------------------------------------------------------------------ MEM
+    ("MEM-1", "MUST", ("memory-limit",), "state up to the maximum",
+     "State of exactly max_state_size bytes is accepted and reads back (Flink MEM5: the check is "
+     "size > max).",
+     ("MEM5", "CS3")),
+    ("MEM-2", "MUST", ("memory-limit",), "state above the maximum",
+     "State of max_state_size + 1 bytes fails with OSError, at the latest at "
+     "close_and_get_handle() (Flink MEM5; P10).",
+     ("MEM5", "P10")),
+    ("MEM-3", "MUST", ("memory-limit",), "limit applies to task-owned state",
+     "The maximum applies to task-owned streams as well (Flink ACC10, memory variant).",
+     ("ACC10", "MEM4")),
+    ("MEM-4", "MUST", ("memory-limit",), "invalid maximum",
+     "A max_state_size of 0 or less raises ValueError at make_storage or at the latest at first "
+     "use (Flink CS3: 'maxStateSize must be > 0').",
+     ("CS3", "MEM1")),
+    ("MEM-5", "SHOULD", ("memory-limit",), "default maximum 5 MiB",
+     "Without a configured maximum, 5 MiB of state is accepted and 5 MiB + 1 byte fails (Flink "
+     "DEFAULT_MAX_STATE_SIZE, PyFlink).",
+     ("CS3", "CC5")),
+]
+# fmt: on
+
+
+def _build() -> dict[str, Clause]:
+    clauses: dict[str, Clause] = {}
+    for cid, level, caps, title, text, spec in _RAW:
+        group = cid.split("-", 1)[0]
+        if cid in clauses:
+            raise ValueError(f"duplicate clause id {cid}")
+        if group not in GROUPS or group in RESERVED_GROUPS:
+            raise ValueError(f"clause {cid}: unknown or reserved group {group}")
+        if level not in ("MUST", "SHOULD"):
+            raise ValueError(f"clause {cid}: level must be MUST or SHOULD, got {level}")
+        unknown = set(caps) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"clause {cid}: unknown capabilities {sorted(unknown)}")
+        clauses[cid] = Clause(cid, group, level, caps, title, text, spec)  # type: ignore[arg-type]
+    return clauses
+
+
+#: Every clause by id, in catalog order (grouped as in GROUPS).
+CLAUSES: dict[str, Clause] = _build()
+
+
+def clauses_of(group: str) -> list[Clause]:
+    """The clauses of one group, in catalog order (empty for reserved groups)."""
+    return [c for c in CLAUSES.values() if c.group == group]

@@ -1,0 +1,104 @@
+"""The ``ckptconform`` command: run the installed suite against a target and print the matrix.
+
+    ckptconform --impl ckptstore [--backend local,memory,moto] [--report-dir DIR] [pytest args...]
+
+It runs pytest in this process with the plugin's options, writes ``conformance.json`` and
+``conformance.md`` into the report directory (default ``./conformance-report``) and prints the
+clause x backend matrix at the end. The exit code is pytest's (4 for a usage error such as a
+missing target, 1 when a clause fails).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+DEFAULT_REPORT_DIR = "conformance-report"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ckptconform",
+        description="Run the checkpoint storage conformance suite against an implementation. "
+        "Arguments not listed here go to pytest (e.g. -x, -k EXPR, -n 2).",
+    )
+    parser.add_argument(
+        "--impl",
+        help="target: MODULE[:ATTR] or a name registered in the entry-point group "
+        "ckptconform.targets (e.g. ckptstore)",
+    )
+    parser.add_argument(
+        "--backend",
+        default=None,
+        help="comma-separated backends: local, memory, moto, minio, s3 (default: local,memory,moto)",
+    )
+    parser.add_argument(
+        "--report-dir",
+        default=DEFAULT_REPORT_DIR,
+        help=f"where conformance.json and conformance.md go (default: ./{DEFAULT_REPORT_DIR})",
+    )
+    parser.add_argument(
+        "--list-targets",
+        action="store_true",
+        help="list the targets registered in the entry-point group ckptconform.targets and exit",
+    )
+    return parser
+
+
+def _list_targets() -> int:
+    from importlib import metadata
+
+    from ckptconform.target import ENTRY_POINT_GROUP
+
+    for entry_point in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        print(f"{entry_point.name}\t{entry_point.value}")
+    return 0
+
+
+def matrix_text(markdown: str) -> str:
+    """The summary and the clause x backend matrix of ``conformance.md``, without clauses that
+    did not run (a ``-k`` selection would otherwise list the whole catalog)."""
+    keep: list[str] = []
+    printing = False
+    for line in markdown.splitlines():
+        if line.startswith("## "):
+            printing = line[3:].strip() in ("Summary", "Clause x backend")
+        if printing and not line.endswith("| **-** |"):
+            keep.append(line)
+    return "\n".join(keep).strip()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns pytest's exit code."""
+    options, pytest_args = _parser().parse_known_args(argv)
+    if options.list_targets:
+        return _list_targets()
+    if not options.impl:
+        _parser().print_usage(sys.stderr)
+        print("ckptconform: error: --impl is required (see --list-targets)", file=sys.stderr)
+        return 4
+
+    import pytest
+
+    report_dir = Path(options.report_dir).resolve()
+    args = [f"--impl={options.impl}", f"--conformance-report={report_dir}"]
+    if options.backend:
+        args.append(f"--backend={options.backend}")
+    args += list(pytest_args)
+    md_path = report_dir / "conformance.md"
+    before = md_path.stat().st_mtime_ns if md_path.exists() else None
+    exit_code = int(pytest.main(args))
+    if md_path.exists() and md_path.stat().st_mtime_ns != before:
+        print()
+        print(matrix_text(md_path.read_text()))
+        print()
+        print(f"report: {md_path} and {report_dir / 'conformance.json'}")
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

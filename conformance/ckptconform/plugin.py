@@ -1,0 +1,585 @@
+"""The ``ckptconform`` pytest plugin: ``pytest --impl=<target>`` runs the conformance suite.
+
+pytest loads this module through the ``pytest11`` entry point. Without ``--impl`` it only
+registers its options, markers and hypothesis profiles and stays out of the way (collecting the
+suite without ``--impl`` is a usage error). With ``--impl`` it:
+
+- loads and validates the target (any problem is a usage error, exit code 4);
+- collects the installed suite when no test paths were given;
+- parametrizes ``backend`` over ``--backend`` and provides ``target``, ``backend``,
+  ``sandbox`` and ``ledger``;
+- skips, with a reason, a test whose clauses or ``requires`` marker need an unclaimed
+  capability, whose backend scheme the target does not support, or whose ``backend_traits``
+  the backend lacks; runs tests of ``known_failures`` clauses as strict xfail; reports a failing
+  test whose clauses are all SHOULD as WARN (xfailed) unless ``--strict-should``;
+- prints a run header, adds a clause/repro section to every failure, prints a clause summary
+  and writes ``conformance.json`` / ``conformance.md`` with ``--conformance-report``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.util
+import platform
+import shlex
+import sys
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ckptconform import __version__
+from ckptconform.profiles import PROFILES, default_profile, register_profiles
+
+register_profiles()  # before hypothesis's plugin loads a profile named on the command line
+
+__all__ = ["RunState", "suite_dir"]
+
+_STATE = pytest.StashKey["RunState"]()
+_KIND = pytest.StashKey[str]()
+
+_MARKERS = (
+    "clause(*ids): the conformance clause ids a test checks (ckptconform.clauses.CLAUSES).",
+    "requires(*capabilities): capabilities a test needs besides its clauses'; unclaimed -> skip.",
+    "backend_traits(object_store=None, cross_process=None, ledger=None): "
+    "skip on backends without these traits.",
+)
+_TRAITS = {"object_store": "object_store", "cross_process": "cross_process", "ledger": "has_ledger"}
+
+
+def suite_dir() -> Path:
+    """Where the installed suite's test modules live."""
+    spec = importlib.util.find_spec("ckptconform.suite")
+    if spec is None or not spec.submodule_search_locations:
+        raise pytest.UsageError("ckptconform.suite is not installed")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+@dataclass
+class RunState:
+    """Everything the plugin knows about an ``--impl`` run; kept in ``config.stash``."""
+
+    target: Any
+    pool: Any
+    selected: list[str]
+    required: set[str]
+    leg_skips: dict[str, str]
+    strict_should: bool
+    report_dir: str | None
+    profile: str
+    suite: Path
+    recorder: Any
+    started: str = field(default_factory=lambda: _now())
+    document: dict[str, Any] | None = None
+    report_paths: tuple[Path, Path] | None = None
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+# --------------------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ckptconform", "checkpoint storage conformance (ckptconform)")
+    group.addoption(
+        "--impl",
+        metavar="TARGET",
+        help="implementation under test: MODULE[:ATTR] (ATTR defaults to conformance_target) or "
+        "a name registered in the entry-point group ckptconform.targets",
+    )
+    group.addoption(
+        "--backend",
+        metavar="NAMES",
+        default="local,memory,moto",
+        help="comma-separated backends to run on: local, memory, moto, minio, s3 "
+        "(default: local,memory,moto)",
+    )
+    group.addoption("--s3-endpoint", metavar="URL", help="endpoint of the 's3' backend")
+    group.addoption(
+        "--s3-bucket", metavar="NAME", default="ckptconform", help="bucket of the S3 backends"
+    )
+    group.addoption(
+        "--conformance-report",
+        metavar="DIR",
+        help="write conformance.json and conformance.md into DIR",
+    )
+    group.addoption(
+        "--require-legs",
+        metavar="NAMES",
+        default="",
+        help="comma-separated backends that must run: if one cannot, that is an error, not a skip",
+    )
+    group.addoption(
+        "--strict-should",
+        action="store_true",
+        default=False,
+        help="a failing SHOULD clause fails the run (default: reported as WARN)",
+    )
+
+
+# --------------------------------------------------------------------------- configure
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in _MARKERS:
+        config.addinivalue_line("markers", line)
+    impl = config.getoption("impl", None)
+    if not impl:
+        env_profile = default_profile({"HYPOTHESIS_PROFILE": _env("HYPOTHESIS_PROFILE")})
+        if _env("HYPOTHESIS_PROFILE") and env_profile in PROFILES and not _cli_profile(config):
+            _load_profile(env_profile)
+        return
+    state = _make_state(config, impl)
+    config.stash[_STATE] = state
+    config.add_cleanup(state.pool.stop_all)
+    config.pluginmanager.register(_Recorder(state), "ckptconform-recorder")
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # `pytest --impl=X` with no paths runs the installed suite, from any directory.
+        config.args = [str(state.suite)]
+        config.args_source = pytest.Config.ArgsSource.ARGS
+
+
+def _env(name: str) -> str:
+    import os
+
+    return os.environ.get(name, "")
+
+
+def _cli_profile(config: pytest.Config) -> str | None:
+    try:
+        value = config.getoption("hypothesis_profile")
+    except ValueError:
+        return None
+    return str(value) if value else None
+
+
+def _load_profile(name: str) -> None:
+    from hypothesis import settings
+    from hypothesis.errors import InvalidArgument
+
+    try:
+        settings.load_profile(name)
+    except InvalidArgument as exc:
+        raise pytest.UsageError(
+            f"hypothesis profile {name!r} is not registered "
+            f"(ckptconform registers {', '.join(PROFILES)}): {exc}"
+        ) from exc
+
+
+def _make_state(config: pytest.Config, impl: str) -> RunState:
+    from ckptconform.backends import BACKENDS, BackendPool, BackendSettings
+    from ckptconform.report import TestRecorder
+    from ckptconform.target import TargetError, load_target
+
+    try:
+        target = load_target(impl)
+    except TargetError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+    selected = _split(config.getoption("backend"))
+    if not selected:
+        raise pytest.UsageError("--backend names no backend")
+    unknown = [name for name in selected if name not in BACKENDS]
+    if unknown:
+        raise pytest.UsageError(
+            f"--backend: unknown backend(s) {', '.join(unknown)}; known: {', '.join(BACKENDS)}"
+        )
+    selected = list(dict.fromkeys(selected))
+    required = set(_split(config.getoption("require_legs")))
+    not_selected = sorted(required - set(selected))
+    if not_selected:
+        raise pytest.UsageError(
+            f"--require-legs names {', '.join(not_selected)}, which --backend does not select "
+            f"(--backend={','.join(selected)})"
+        )
+
+    settings = BackendSettings(
+        s3_endpoint=config.getoption("s3_endpoint"), s3_bucket=config.getoption("s3_bucket")
+    )
+    pool = BackendPool(selected, settings)
+    leg_skips: dict[str, str] = {}
+    for name in selected:
+        backend = pool[name]
+        if not target.supports_scheme(backend.scheme):
+            leg_skips[name] = (
+                f"backend {name} (scheme {backend.scheme}) not supported by {target.name} "
+                f"(schemes: {', '.join(sorted(target.schemes or ()))})"
+            )
+            continue
+        reason = backend.availability()
+        if reason is not None:
+            leg_skips[name] = reason
+    failing = {name: leg_skips[name] for name in sorted(required) if name in leg_skips}
+    if failing:
+        raise pytest.UsageError(
+            "required leg(s) cannot run (--require-legs):\n"
+            + "\n".join(f"  {name}: {reason}" for name, reason in failing.items())
+        )
+
+    profile = _cli_profile(config)
+    if profile is None:
+        profile = default_profile()
+        _load_profile(profile)
+
+    return RunState(
+        target=target,
+        pool=pool,
+        selected=selected,
+        required=required,
+        leg_skips=leg_skips,
+        strict_should=bool(config.getoption("strict_should")),
+        report_dir=config.getoption("conformance_report"),
+        profile=profile,
+        suite=suite_dir(),
+        recorder=TestRecorder(),
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        return []
+    target = state.target
+    lines = [
+        f"ckptconform {__version__}: target {target.describe()}",
+        f"  capabilities: {', '.join(sorted(target.capabilities)) or 'none'}",
+        f"  schemes: {', '.join(sorted(target.schemes)) if target.schemes else 'any'}",
+    ]
+    if target.known_failures:
+        lines.append(f"  known failures: {', '.join(sorted(target.known_failures))}")
+    for backend in state.pool:
+        status = state.leg_skips.get(backend.name)
+        required = " [required]" if backend.name in state.required else ""
+        lines.append(
+            f"  backend {backend.describe()}{required}: "
+            + (f"SKIPPED: {status}" if status else "selected")
+        )
+    should = "fail the run" if state.strict_should else "are reported as WARN"
+    lines.append(f"  hypothesis profile: {state.profile}; failing SHOULD clauses {should}")
+    return lines
+
+
+# --------------------------------------------------------------------------- collection
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    state = metafunc.config.stash.get(_STATE, None)
+    if state is None or "backend" not in metafunc.fixturenames:
+        return
+    metafunc.parametrize("backend", state.selected, indirect=True, ids=state.selected)
+
+
+def _in_suite(item: pytest.Item, suite: Path) -> bool:
+    return item.path.is_relative_to(suite)
+
+
+def _marker_args(item: pytest.Item, name: str) -> list[str]:
+    values: list[str] = []
+    for marker in item.iter_markers(name):
+        values.extend(str(arg) for arg in marker.args)
+    return list(dict.fromkeys(values))
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        try:
+            suite = suite_dir()
+        except pytest.UsageError:
+            return
+        suite_items = [item.nodeid for item in items if _in_suite(item, suite)]
+        if suite_items:
+            raise pytest.UsageError(
+                "the ckptconform conformance suite needs a target: run it with --impl=TARGET "
+                f"(e.g. pytest --impl=ckptstore); collected {len(suite_items)} suite test(s) "
+                "without --impl"
+            )
+        return
+
+    from ckptconform.clauses import CAPABILITIES, CLAUSES
+
+    problems: list[str] = []
+    for item in items:
+        ids = _marker_args(item, "clause")
+        if not ids:
+            if _in_suite(item, state.suite):
+                problems.append(f"{item.nodeid}: suite test without @pytest.mark.clause(...)")
+            continue
+        unknown = [cid for cid in ids if cid not in CLAUSES]
+        if unknown:
+            problems.append(f"{item.nodeid}: unknown clause id(s) {', '.join(unknown)}")
+            continue
+        requires = _marker_args(item, "requires")
+        bad_caps = [cap for cap in requires if cap not in CAPABILITIES]
+        if bad_caps:
+            problems.append(f"{item.nodeid}: unknown capability(ies) {', '.join(bad_caps)}")
+            continue
+        _apply_policy(item, state, ids, requires, CLAUSES, problems)
+    if problems:
+        raise pytest.UsageError(
+            "ckptconform: invalid clause markers:\n  " + "\n  ".join(problems[:50])
+        )
+
+
+def _apply_policy(
+    item: pytest.Item,
+    state: RunState,
+    ids: list[str],
+    requires: list[str],
+    catalog: dict[str, Any],
+    problems: list[str],
+) -> None:
+    from ckptconform.backends import BACKENDS
+    from ckptconform.report import PROP_BACKEND, PROP_CLAUSES, PROP_KIND
+
+    target = state.target
+    callspec = getattr(item, "callspec", None)
+    backend_name = callspec.params.get("backend") if callspec is not None else None
+    capabilities = list(
+        dict.fromkeys([c for cid in ids for c in catalog[cid].capabilities] + requires)
+    )
+
+    reason = None
+    if backend_name is not None and backend_name in state.leg_skips:
+        reason = state.leg_skips[backend_name]
+    if reason is None:
+        missing = [cap for cap in capabilities if cap not in target.capabilities]
+        if missing:
+            reason = f"capability {', '.join(missing)} not claimed by {target.name}"
+    if reason is None:
+        for marker in item.iter_markers("backend_traits"):
+            for trait, wanted in marker.kwargs.items():
+                if trait not in _TRAITS:
+                    problems.append(f"{item.nodeid}: unknown backend trait {trait!r}")
+                    continue
+                if wanted is None:
+                    continue
+                if backend_name is None:
+                    problems.append(f"{item.nodeid}: backend_traits on a test without a backend")
+                    continue
+                actual = bool(getattr(BACKENDS[backend_name], _TRAITS[trait]))
+                if actual != bool(wanted) and reason is None:
+                    reason = (
+                        f"backend {backend_name} has {trait}={actual}; "
+                        f"the test needs {trait}={bool(wanted)}"
+                    )
+    if reason is not None:
+        item.add_marker(pytest.mark.skip(reason=reason))
+
+    known = [cid for cid in ids if cid in target.known_failures]
+    kind = ""
+    if known:
+        kind = "known"
+        why = "; ".join(f"{cid}: {target.known_failures[cid]}" for cid in known)
+        item.add_marker(
+            pytest.mark.xfail(strict=True, reason=f"known failure of {target.name}: {why}")
+        )
+    elif not state.strict_should and all(catalog[cid].level == "SHOULD" for cid in ids):
+        kind = "should"
+    item.stash[_KIND] = kind
+    item.user_properties.append((PROP_CLAUSES, " ".join(ids)))
+    item.user_properties.append((PROP_BACKEND, backend_name or ""))
+    item.user_properties.append((PROP_KIND, kind))
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def _ckptconform_state(request: pytest.FixtureRequest) -> Iterator[RunState]:
+    state = request.config.stash.get(_STATE, None)
+    if state is None:
+        pytest.fail(
+            "the ckptconform fixtures (target, backend, sandbox, ledger) need --impl=TARGET",
+            pytrace=False,
+        )
+    yield state
+    # Session teardown (also after Ctrl-C or an error): stop every server the suite started.
+    state.pool.stop_all()
+
+
+@pytest.fixture
+def target(_ckptconform_state: RunState) -> Any:
+    """The validated target under test (``ckptconform.target.Target``)."""
+    return _ckptconform_state.target
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest, _ckptconform_state: RunState) -> Iterator[Any]:
+    """The backend of this leg, started (the plugin parametrizes it over ``--backend``)."""
+    from ckptconform.backends import BackendUnavailableError
+
+    name = getattr(request, "param", None)
+    if name is None:
+        pytest.fail(
+            "the 'backend' fixture is parametrized by the ckptconform plugin only", pytrace=False
+        )
+    try:
+        started = _ckptconform_state.pool.get_started(name)
+    except BackendUnavailableError as exc:
+        if name in _ckptconform_state.required:
+            pytest.fail(f"required leg {name} cannot run (--require-legs): {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    yield started
+    if started.ledger is not None:
+        started.ledger.clear_faults()
+
+
+@pytest.fixture
+def sandbox(backend: Any, target: Any) -> Iterator[Any]:
+    """A fresh random root on the backend for this test, removed afterwards."""
+    from ckptconform.sandbox import Sandbox
+
+    box = Sandbox(backend, target)
+    yield box
+    try:
+        box.cleanup()
+    except Exception as exc:
+        warnings.warn(f"ckptconform: could not clean up {box.root}: {exc}", stacklevel=1)
+
+
+@pytest.fixture
+def ledger(backend: Any) -> Iterator[Any]:
+    """The backend's request ledger; skips on backends that have none."""
+    if backend.ledger is None:
+        pytest.skip(
+            f"no request ledger on backend {backend.name}: only servers the suite runs (moto) "
+            "record requests"
+        )
+    yield backend.ledger
+    backend.ledger.clear_faults()
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    state = item.config.stash.get(_STATE, None)
+    if state is None or not _marker_args(item, "clause"):
+        return report
+    if report.failed:
+        report.sections.append(("ckptconform", _failure_section(item, state)))
+        if report.when == "call" and item.stash.get(_KIND, "") == "should":
+            # A failing SHOULD clause is a warning: reported as xfailed, it does not fail the run.
+            report.outcome = "skipped"
+            report.wasxfail = "SHOULD clause failed (WARN; --strict-should makes it fail)"
+    return report
+
+
+def _failure_section(item: pytest.Item, state: RunState) -> str:
+    from ckptconform.clauses import CLAUSES
+
+    lines = []
+    for cid in _marker_args(item, "clause"):
+        clause = CLAUSES.get(cid)
+        if clause is not None:
+            lines.append(f"clause {cid} ({clause.level}): {clause.title}")
+    callspec = getattr(item, "callspec", None)
+    backend_name = callspec.params.get("backend") if callspec is not None else None
+    lines.append(f"target: {state.target.describe()}")
+    if backend_name is not None:
+        lines.append(f"backend: {state.pool[backend_name].describe()}")
+    lines.append("repro: " + repro_command(item, state, backend_name))
+    return "\n".join(lines)
+
+
+def repro_command(item: pytest.Item, state: RunState, backend_name: str | None) -> str:
+    """A command line that reruns just this test, from any directory."""
+    config = item.config
+    parts = ["pytest", f"--impl={state.target.spec}"]
+    parts.append(f"--backend={backend_name or ','.join(state.selected)}")
+    if config.getoption("s3_endpoint") and backend_name in (None, "s3"):
+        parts.append(f"--s3-endpoint={config.getoption('s3_endpoint')}")
+    if config.getoption("s3_bucket") != "ckptconform":
+        parts.append(f"--s3-bucket={config.getoption('s3_bucket')}")
+    if state.strict_should:
+        parts.append("--strict-should")
+    parts.append(f"--hypothesis-profile={state.profile}")
+    _, _, rest = item.nodeid.partition("::")
+    parts.append(f"{item.path}::{rest}" if rest else str(item.path))
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+class _Recorder:
+    """Feeds every test report of an ``--impl`` run into the clause report."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Runs in the controller process (also under xdist): uses only report.user_properties.
+        self.state.recorder.add(report)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        _finish_report(session.config, self.state, int(exitstatus))
+
+
+def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> None:
+    from ckptconform.clauses import CLAUSES
+    from ckptconform.report import build_document, write_report
+
+    target = state.target
+    header = {
+        "target": {
+            "name": target.name,
+            "spec": target.spec,
+            "origin": target.origin,
+            "version": target.version,
+        },
+        "capabilities": sorted(target.capabilities),
+        "schemes": sorted(target.schemes) if target.schemes else None,
+        "known_failures": dict(target.known_failures),
+        "backends": [
+            {
+                "name": b.name,
+                "scheme": b.scheme,
+                "status": "skipped" if b.name in state.leg_skips else "selected",
+                "reason": state.leg_skips.get(b.name, ""),
+                "description": b.describe(),
+                "required": b.name in state.required,
+            }
+            for b in state.pool
+        ],
+        "suite_version": __version__,
+        "hypothesis_profile": state.profile,
+        "strict_should": state.strict_should,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "started": state.started,
+        "finished": _now(),
+        "exit_status": exitstatus,
+    }
+    records = list(state.recorder.records.values())
+    state.document = build_document(header, CLAUSES, records, state.selected)
+    if state.report_dir:
+        state.report_paths = write_report(state.report_dir, state.document)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None or state.document is None or not state.recorder.records:
+        return
+    from ckptconform.report import summary_lines
+
+    terminalreporter.write_sep("=", f"conformance of {state.target.name}")
+    for line in summary_lines(state.document):
+        markup = {"red": True} if "FAIL" in line[:9] or "XPASS" in line[:9] else {}
+        if "WARN" in line[:8]:
+            markup = {"yellow": True}
+        terminalreporter.write_line(line, **markup)
+    if state.report_paths is not None:
+        json_path, md_path = state.report_paths
+        terminalreporter.write_line(f"report: {md_path} and {json_path}")

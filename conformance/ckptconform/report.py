@@ -1,0 +1,286 @@
+"""The clause report: one record per test, aggregated per clause and per clause x backend.
+
+The plugin feeds pytest's reports in (``TestRecorder.add``); ``build_document`` turns the records
+and the run header into the ``conformance.json`` structure, ``render_markdown`` into
+``conformance.md`` and ``summary_lines`` into the compact terminal summary.
+
+Test statuses: PASS, FAIL, SKIP, XFAIL (a known failure failed, as declared), XPASS (a known
+failure passed: the run fails until it is removed from ``known_failures``), WARN (a SHOULD
+clause failed; the run does not fail unless ``--strict-should``). A clause's status is the worst
+of its tests' (FAIL > XPASS > WARN > XFAIL > PASS > SKIP); NOTRUN when no test ran it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "CLAUSE_STATUSES",
+    "STATUSES",
+    "TestRecord",
+    "TestRecorder",
+    "aggregate",
+    "build_document",
+    "render_markdown",
+    "summary_lines",
+    "write_report",
+]
+
+STATUSES = ("PASS", "FAIL", "SKIP", "XFAIL", "XPASS", "WARN")
+CLAUSE_STATUSES = (*STATUSES, "NOTRUN")
+_SEVERITY = {"FAIL": 6, "XPASS": 5, "WARN": 4, "XFAIL": 3, "PASS": 2, "SKIP": 1}
+
+#: user_properties keys the plugin attaches to every suite item.
+PROP_CLAUSES = "ckptconform.clauses"
+PROP_BACKEND = "ckptconform.backend"
+PROP_KIND = "ckptconform.kind"  # "", "should" (SHOULD-only test) or "known" (known failure)
+
+MAX_MESSAGE_LINES = 12
+MAX_MESSAGE_CHARS = 1500
+
+
+@dataclass
+class TestRecord:
+    """The outcome of one test (one backend leg)."""
+
+    nodeid: str
+    clauses: list[str]
+    backend: str | None
+    status: str = "PASS"
+    duration: float = 0.0
+    message: str = ""
+    kind: str = ""
+
+
+def aggregate(statuses: Iterable[str]) -> str:
+    """The worst status, or NOTRUN for none."""
+    worst = max(statuses, key=lambda s: _SEVERITY.get(s, 0), default=None)
+    return worst or "NOTRUN"
+
+
+def _properties(report: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in getattr(report, "user_properties", ())}
+
+
+def _message(report: Any) -> str:
+    """The first lines of a failure, or a skip reason."""
+    longrepr = report.longrepr
+    if longrepr is None:
+        return ""
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        reason = str(longrepr[2])
+        return reason.removeprefix("Skipped: ")
+    crash = getattr(longrepr, "reprcrash", None)
+    text = getattr(crash, "message", None) or getattr(report, "longreprtext", "") or str(longrepr)
+    return _trim(str(text))
+
+
+def _trim(text: str) -> str:
+    lines = text.strip().splitlines()
+    if len(lines) > MAX_MESSAGE_LINES:
+        lines = [*lines[:MAX_MESSAGE_LINES], f"... ({len(lines) - MAX_MESSAGE_LINES} more lines)"]
+    out = "\n".join(lines)
+    return out if len(out) <= MAX_MESSAGE_CHARS else out[: MAX_MESSAGE_CHARS - 3] + "..."
+
+
+class TestRecorder:
+    """Turns pytest's setup/call/teardown reports into one ``TestRecord`` per test."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, TestRecord] = {}
+
+    def add(self, report: Any) -> None:
+        props = _properties(report)
+        if PROP_CLAUSES not in props:
+            return
+        record = self.records.get(report.nodeid)
+        if record is None:
+            record = TestRecord(
+                nodeid=report.nodeid,
+                clauses=props[PROP_CLAUSES].split(),
+                backend=props.get(PROP_BACKEND) or None,
+                kind=props.get(PROP_KIND, ""),
+            )
+            self.records[report.nodeid] = record
+        record.duration += float(getattr(report, "duration", 0.0) or 0.0)
+        status, message = self._outcome(report)
+        if status is None:
+            return
+        if report.when == "teardown":
+            if status == "FAIL" and record.status != "FAIL":
+                record.status, record.message = "FAIL", "error in teardown: " + message
+            return
+        record.status, record.message = status, message
+
+    def _outcome(self, report: Any) -> tuple[str | None, str]:
+        wasxfail = getattr(report, "wasxfail", None)
+        kind = _properties(report).get(PROP_KIND, "")
+        if report.passed:
+            if report.when != "call":
+                return None, ""
+            if wasxfail is not None:
+                return (
+                    ("PASS", "")
+                    if kind == "should"
+                    else ("XPASS", f"unexpectedly passed: {wasxfail}")
+                )
+            return "PASS", ""
+        if report.skipped:
+            if wasxfail is not None:
+                detail = _first_line(_message(report))
+                reason = f"{wasxfail}: {detail}" if detail else str(wasxfail)
+                return ("WARN" if kind == "should" else "XFAIL"), reason
+            return "SKIP", _message(report)
+        text = _message(report)
+        if isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]"):
+            return (
+                "XPASS",
+                "known failure passed (remove it from known_failures): " + report.longrepr,
+            )
+        prefix = "error in setup: " if report.when == "setup" else ""
+        return "FAIL", prefix + text
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def build_document(
+    header: Mapping[str, Any],
+    clauses: Mapping[str, Any],
+    records: Sequence[TestRecord],
+    backends: Sequence[str],
+) -> dict[str, Any]:
+    """The ``conformance.json`` structure: header, per-clause results and per-test records."""
+    by_clause: dict[str, list[TestRecord]] = {cid: [] for cid in clauses}
+    for record in records:
+        for cid in record.clauses:
+            by_clause.setdefault(cid, []).append(record)
+    clause_docs: dict[str, Any] = {}
+    for cid, tests in by_clause.items():
+        clause = clauses.get(cid)
+        status = aggregate(r.status for r in tests)
+        per_backend = {
+            name: aggregate(r.status for r in tests if r.backend == name)
+            for name in [
+                *backends,
+                *sorted({r.backend or "no backend" for r in tests} - set(backends)),
+            ]
+        }
+        reasons = sorted({r.message for r in tests if r.status == status and r.message})
+        clause_docs[cid] = {
+            "level": getattr(clause, "level", "?"),
+            "group": getattr(clause, "group", cid.partition("-")[0]),
+            "title": getattr(clause, "title", ""),
+            "capabilities": list(getattr(clause, "capabilities", ())),
+            "status": status,
+            "backends": per_backend,
+            "reasons": reasons[:10],
+            "tests": [r.nodeid for r in tests],
+        }
+    summary = Counter(doc["status"] for doc in clause_docs.values())
+    return {
+        "format": "ckptconform-report/1",
+        "header": dict(header),
+        "summary": {
+            "clauses": {s: summary.get(s, 0) for s in CLAUSE_STATUSES if summary.get(s)},
+            "tests": dict(Counter(r.status for r in records)),
+        },
+        "clauses": clause_docs,
+        "tests": [asdict(r) for r in records],
+    }
+
+
+def summary_lines(document: Mapping[str, Any]) -> list[str]:
+    """The compact terminal summary: counts per status, then the FAIL/XPASS/WARN clauses."""
+    counts = document["summary"]["clauses"]
+    ran = {cid: c for cid, c in document["clauses"].items() if c["status"] != "NOTRUN"}
+    parts = ", ".join(
+        f"{counts[s]} {s}" for s in CLAUSE_STATUSES if counts.get(s) and s != "NOTRUN"
+    )
+    lines = [f"{len(ran)} clauses checked: {parts or 'none'}"]
+    for status in ("FAIL", "XPASS", "WARN", "XFAIL"):
+        for cid, clause in ran.items():
+            if clause["status"] == status:
+                lines.append(f"  {status:<5} {cid:<8} {clause['title']}")
+    return lines
+
+
+def _cell(status: str) -> str:
+    return {"NOTRUN": "-"}.get(status, status)
+
+
+def render_markdown(document: Mapping[str, Any]) -> str:
+    """``conformance.md``: the run header, a clause x backend matrix, per-clause details."""
+    header = document["header"]
+    out: list[str] = ["# Conformance report", ""]
+    target = header.get("target", {})
+    out.append(f"- target: **{target.get('name', '?')}** ({target.get('origin', '')})")
+    if target.get("version"):
+        out.append(f"- target version: {target['version']}")
+    out.append(f"- capabilities: {', '.join(header.get('capabilities', [])) or 'none'}")
+    schemes = header.get("schemes")
+    out.append(f"- schemes: {', '.join(schemes) if schemes else 'any'}")
+    for backend in header.get("backends", []):
+        note = f" ({backend['reason']})" if backend.get("reason") else ""
+        out.append(f"- backend {backend['name']}: {backend['status']}{note}")
+    for key in ("suite_version", "hypothesis_profile", "strict_should", "python", "platform",
+                "started", "finished", "exit_status"):  # fmt: skip
+        if key in header:
+            out.append(f"- {key.replace('_', ' ')}: {header[key]}")
+    out += ["", "## Summary", ""]
+    out += [f"    {line}" for line in summary_lines(document)]
+
+    clauses = {cid: c for cid, c in document["clauses"].items()}
+    columns = _columns(document)
+    out += ["", "## Clause x backend", ""]
+    out.append("| clause | level | title | " + " | ".join(columns) + " | result |")
+    out.append("|---|---|---|" + "---|" * len(columns) + "---|")
+    for cid, clause in clauses.items():
+        cells = [_cell(clause["backends"].get(name, "NOTRUN")) for name in columns]
+        title = clause["title"].replace("|", "\\|")
+        out.append(
+            f"| {cid} | {clause['level']} | {title} | "
+            + " | ".join(cells)
+            + f" | **{_cell(clause['status'])}** |"
+        )
+
+    details = [(cid, c) for cid, c in clauses.items() if c["status"] not in ("PASS", "NOTRUN")]
+    if details:
+        out += ["", "## Clauses that did not pass", ""]
+        by_id = {t["nodeid"]: t for t in document["tests"]}
+        for cid, clause in details:
+            out.append(f"### {cid} · {clause['level']} · {clause['status']} · {clause['title']}")
+            out.append("")
+            for nodeid in clause["tests"]:
+                test = by_id.get(nodeid)
+                if test is None or test["status"] == "PASS":
+                    continue
+                message = _first_line(test["message"]) or "(no message)"
+                out.append(f"- `{nodeid}`: {test['status']}: {message}")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _columns(document: Mapping[str, Any]) -> list[str]:
+    names = [b["name"] for b in document["header"].get("backends", [])]
+    extra: set[str] = set()
+    for clause in document["clauses"].values():
+        extra |= set(clause["backends"]) - set(names)
+    return names + sorted(extra)
+
+
+def write_report(directory: str | Path, document: Mapping[str, Any]) -> tuple[Path, Path]:
+    """Write ``conformance.json`` and ``conformance.md`` into ``directory`` (created)."""
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    json_path = path / "conformance.json"
+    md_path = path / "conformance.md"
+    json_path.write_text(json.dumps(document, indent=2, sort_keys=False, default=str) + "\n")
+    md_path.write_text(render_markdown(document))
+    return json_path, md_path

@@ -1,0 +1,89 @@
+"""The per-test sandbox: a fresh random root on a backend, raw inspection helpers, cleanup.
+
+Every test works below ``<backend base>/<16 random chars>``, so tests never collide, reruns are
+idempotent, and a shared bucket needs no reset. The raw helpers bypass the implementation
+(they use ``backend.raw``), and ``listing()`` prints the tree for failure messages.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ckptconform.backends.base import Backend
+    from ckptconform.target import Target
+
+__all__ = ["Sandbox"]
+
+_UNSET: Any = object()
+
+
+class Sandbox:
+    """A test's private root on the backend under test."""
+
+    def __init__(self, backend: Backend, target: Target, root: str | None = None) -> None:
+        self.backend = backend
+        self.target = target
+        self.root = (root or backend.new_root()).rstrip("/")
+        self.checkpoint_dir = self.root + "/checkpoints"
+        self.savepoint_dir = self.root + "/savepoints"
+
+    def make_storage(
+        self, *, checkpoint_dir: Any = _UNSET, savepoint_dir: Any = _UNSET, **options: Any
+    ) -> Any:
+        """A fresh storage of the target on this sandbox; ``options`` go into ``options=``."""
+        merged = {"storage_options": dict(self.backend.storage_options), **options}
+        return self.target.make_storage(
+            checkpoint_dir=self.checkpoint_dir if checkpoint_dir is _UNSET else checkpoint_dir,
+            savepoint_dir=self.savepoint_dir if savepoint_dir is _UNSET else savepoint_dir,
+            options=merged,
+        )
+
+    # ------------------------------------------------------------------ raw inspection
+
+    def raw_path(self, url: str) -> str:
+        """The path of ``url`` for ``backend.raw``."""
+        return self.backend.raw_path(url)
+
+    def files(self, url: str | None = None) -> list[str]:
+        """Sorted URLs of every file below ``url`` (default: the root), read raw and recursively."""
+        path = self.raw_path(url or self.root)
+        try:
+            found = self.backend.raw.find(path)
+        except FileNotFoundError:
+            return []
+        return sorted(self.backend.url_of(p) for p in found)
+
+    def read(self, url: str) -> bytes:
+        """The bytes of a file, read raw."""
+        return bytes(self.backend.raw.cat_file(self.raw_path(url)))
+
+    def exists(self, url: str) -> bool:
+        """Whether a file or directory exists, asked raw."""
+        return bool(self.backend.raw.exists(self.raw_path(url)))
+
+    def listing(self, url: str | None = None) -> str:
+        """A printable tree below ``url`` (default: the root), for failure messages."""
+        base = self.raw_path(url or self.root)
+        try:
+            found = self.backend.raw.find(base, withdirs=True, detail=True)
+        except Exception as exc:
+            return f"{url or self.root}: cannot list ({type(exc).__name__}: {exc})"
+        if not found:
+            return f"{url or self.root}: (empty or missing)"
+        lines = [f"{url or self.root}:"]
+        for path in sorted(found):
+            info = found[path]
+            relative = path[len(base) :].lstrip("/") or "."
+            if info.get("type") == "directory":
+                lines.append(f"  {relative}/")
+            else:
+                lines.append(f"  {relative} ({info.get('size', '?')} bytes)")
+        return "\n".join(lines)
+
+    def cleanup(self) -> None:
+        """Delete the root and everything below it (missing is fine)."""
+        self.backend.remove(self.root)
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.root!r}, backend={self.backend.name!r})"

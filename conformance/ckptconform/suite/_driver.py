@@ -1,0 +1,321 @@
+"""A small job driver and the helpers the clause tests share.
+
+``JobDriver`` plays both roles of a Flink job against one storage: the coordinator
+(initialize base locations and checkpoint locations, write and finalize ``_metadata``) and the
+worker (resolve the location from its reference, write state in either scope). Everything goes
+through ``ckptstore.api`` only; the backend is inspected through the plugin's ``sandbox`` (raw
+access that bypasses the implementation).
+
+Failure messages must stand alone: ``fail_message`` puts the clause id, the operation with its
+inputs and, where a sandbox is given, a listing of the test's root into one string.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from ckptstore.api import (
+    CheckpointedStateScope,
+    CheckpointStorageLocationReference,
+    JobID,
+)
+
+__all__ = [
+    "DEFAULT_REF",
+    "EXCLUSIVE",
+    "SHARED",
+    "JobDriver",
+    "chunk",
+    "expect_error",
+    "fail_message",
+    "file_options",
+    "file_path",
+    "files_below",
+    "is_inline",
+    "join",
+    "payload",
+    "read_handle",
+    "rel_paths",
+    "same_location",
+    "write_chunks",
+    "write_state",
+]
+
+EXCLUSIVE = CheckpointedStateScope.EXCLUSIVE
+SHARED = CheckpointedStateScope.SHARED
+DEFAULT_REF = CheckpointStorageLocationReference.default()
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def fail_message(clause: str, operation: str, sandbox: Any = None, **inputs: Any) -> str:
+    """A self-contained failure message: clause, operation, inputs and the sandbox listing."""
+    shown = ", ".join(f"{k}={_short(v)}" for k, v in inputs.items())
+    text = f"[{clause}] {operation}({shown})"
+    if sandbox is not None:
+        try:
+            listing = sandbox.listing()
+        except Exception as exc:  # the listing is a courtesy; never hide the real failure
+            listing = f"<listing failed: {type(exc).__name__}: {exc}>"
+        text += f"\nsandbox {sandbox.root}:\n{listing}"
+    return text
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, bytes | bytearray) and len(value) > 40:
+        return f"<{len(value)} bytes>"
+    text = repr(value)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def expect_error(
+    errors: type[BaseException] | tuple[type[BaseException], ...],
+    clause: str,
+    operation: str,
+    call: Callable[[], Any],
+    sandbox: Any = None,
+    **inputs: Any,
+) -> BaseException:
+    """Run ``call`` and require one of ``errors`` (subclasses accepted); return the error."""
+    expected = errors if isinstance(errors, tuple) else (errors,)
+    names = " or ".join(e.__name__ for e in expected)
+    try:
+        result = call()
+    except expected as exc:
+        return exc
+    except Exception as exc:
+        pytest.fail(
+            fail_message(clause, operation, sandbox, **inputs)
+            + f"\nexpected {names}, got {type(exc).__name__}: {exc}"
+        )
+    pytest.fail(
+        fail_message(clause, operation, sandbox, **inputs)
+        + f"\nexpected {names}, but it returned {_short(result)}"
+    )
+
+
+# --------------------------------------------------------------------------- data and handles
+
+
+def payload(size: int, seed: int = 0) -> bytes:
+    """Deterministic, non-repeating-looking bytes (a different ``seed`` gives other bytes)."""
+    if size <= 0:
+        return b""
+    block = bytes((i * 131 + seed * 17 + (i >> 8) * 7) & 0xFF for i in range(min(size, 4096)))
+    tag = f"<{seed}>".encode()
+    data = (tag + block * (size // len(block) + 2))[:size]
+    return data
+
+
+def chunk(data: bytes, sizes: Sequence[int] | None) -> list[bytes]:
+    """Cut ``data`` into pieces of ``sizes`` (the rest in one last piece); None: one piece."""
+    if not sizes:
+        return [data] if data else []
+    pieces, pos = [], 0
+    for size in sizes:
+        if pos >= len(data):
+            break
+        pieces.append(data[pos : pos + size])
+        pos += size
+    if pos < len(data):
+        pieces.append(data[pos:])
+    return pieces
+
+
+def write_chunks(stream: Any, data: bytes, sizes: Sequence[int] | None = None) -> None:
+    for piece in chunk(data, sizes):
+        stream.write(piece)
+
+
+def write_state(
+    factory: Any,
+    data: bytes,
+    scope: CheckpointedStateScope = EXCLUSIVE,
+    sizes: Sequence[int] | None = None,
+) -> Any:
+    """Write ``data`` through a new stream of ``factory`` and return the handle."""
+    stream = factory.create_checkpoint_state_output_stream(scope)
+    try:
+        write_chunks(stream, data, sizes)
+        return stream.close_and_get_handle()
+    except BaseException:
+        stream.close()
+        raise
+
+
+def read_handle(handle: Any) -> bytes:
+    """All bytes of a handle, read from its start."""
+    stream = handle.open_input_stream()
+    try:
+        parts = []
+        while True:
+            piece = stream.read()
+            if not piece:
+                break
+            parts.append(piece)
+        return b"".join(parts)
+    finally:
+        stream.close()
+
+
+def file_path(handle: Any) -> str | None:
+    """The file URL of a file-backed handle, else None."""
+    path = getattr(handle, "file_path", None)
+    return path if isinstance(path, str) and path else None
+
+
+def is_inline(handle: Any) -> bool:
+    return file_path(handle) is None and handle.as_bytes_if_in_memory() is not None
+
+
+def file_options(target: Any) -> dict[str, Any]:
+    """Options that make state go to files when the target has a threshold (inline-state)."""
+    return {"inline_threshold": 0} if "inline-state" in target.capabilities else {}
+
+
+# --------------------------------------------------------------------------- backend paths
+
+
+def join(url: str, *parts: str) -> str:
+    return "/".join([url.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def _raw(sandbox: Any, url: str) -> str:
+    return str(sandbox.raw_path(url)).rstrip("/")
+
+
+def same_location(sandbox: Any, a: str, b: str) -> bool:
+    """Whether two URLs name the same place on the backend."""
+    return _raw(sandbox, a) == _raw(sandbox, b)
+
+
+def files_below(sandbox: Any, url: str) -> list[str]:
+    """Raw paths of every file below ``url`` (empty when nothing is there)."""
+    try:
+        return sorted(_raw(sandbox, f) for f in sandbox.files(url))
+    except FileNotFoundError:
+        return []
+
+
+def rel_paths(sandbox: Any, url: str) -> tuple[list[str], list[str]]:
+    """Files and directories below ``url``, relative to it (directories: only where they exist)."""
+    base = _raw(sandbox, url)
+    files = [p[len(base) + 1 :] for p in files_below(sandbox, url) if p.startswith(base + "/")]
+    dirs: list[str] = []
+    if not sandbox.backend.object_store:
+        try:
+            found = sandbox.backend.raw.find(base, withdirs=True, detail=True)
+        except FileNotFoundError:
+            found = {}
+        for path, info in found.items():
+            path = str(path).rstrip("/")
+            if info.get("type") == "directory" and path.startswith(base + "/"):
+                dirs.append(path[len(base) + 1 :])
+    return sorted(files), sorted(dirs)
+
+
+def is_dir(sandbox: Any, url: str) -> bool:
+    try:
+        return bool(sandbox.backend.raw.isdir(_raw(sandbox, url)))
+    except FileNotFoundError:
+        return False
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+class JobDriver:
+    """One job on one storage: coordinator and worker steps, with the inputs remembered."""
+
+    def __init__(
+        self,
+        sandbox: Any,
+        storage: Any = None,
+        job_id: JobID | None = None,
+        **options: Any,
+    ) -> None:
+        self.sandbox = sandbox
+        self.options = dict(options)
+        self.storage = storage if storage is not None else sandbox.make_storage(**options)
+        self.job_id = job_id or JobID.generate()
+        self.access = self.storage.create_checkpoint_storage(self.job_id)
+        self.checkpoint_dir = options.get("checkpoint_dir", sandbox.checkpoint_dir)
+        self.savepoint_dir = options.get("savepoint_dir", sandbox.savepoint_dir)
+
+    # -- layout (meaningful for targets that claim file-layout)
+    @property
+    def job_dir(self) -> str:
+        return join(self.checkpoint_dir, str(self.job_id))
+
+    def chk_dir(self, checkpoint_id: int) -> str:
+        return join(self.job_dir, f"chk-{checkpoint_id}")
+
+    # -- coordinator
+    def init_base(self) -> None:
+        self.access.initialize_base_locations_for_checkpoint()
+
+    def location(self, checkpoint_id: int) -> Any:
+        return self.access.initialize_location_for_checkpoint(checkpoint_id)
+
+    def finalize(self, location: Any, metadata: bytes) -> Any:
+        stream = location.create_metadata_output_stream()
+        try:
+            write_chunks(stream, metadata)
+            return stream.close_and_finalize_checkpoint()
+        except BaseException:
+            stream.close()
+            raise
+
+    # -- worker
+    def worker(self, checkpoint_id: int, reference: Any = None) -> Any:
+        """The worker's factory for a checkpoint, resolved from a reference (default: default)."""
+        return self.access.resolve_checkpoint_storage_location(
+            checkpoint_id, DEFAULT_REF if reference is None else reference
+        )
+
+    def write(
+        self,
+        factory: Any,
+        data: bytes,
+        scope: CheckpointedStateScope = EXCLUSIVE,
+        sizes: Sequence[int] | None = None,
+    ) -> Any:
+        return write_state(factory, data, scope, sizes)
+
+    def task_owned(self, data: bytes, sizes: Sequence[int] | None = None) -> Any:
+        stream = self.access.create_task_owned_state_stream()
+        try:
+            write_chunks(stream, data, sizes)
+            return stream.close_and_get_handle()
+        except BaseException:
+            stream.close()
+            raise
+
+    # -- whole checkpoints
+    def checkpoint(
+        self,
+        checkpoint_id: int,
+        exclusive: Iterable[bytes] = (),
+        shared: Iterable[bytes] = (),
+        metadata: bytes | None = None,
+    ) -> tuple[Any, list[tuple[Any, bytes]]]:
+        """Initialize, write state as a worker, finalize; return (completed, [(handle, bytes)])."""
+        location = self.location(checkpoint_id)
+        factory = self.worker(checkpoint_id, location.location_reference)
+        written = [(self.write(factory, d, EXCLUSIVE), d) for d in exclusive]
+        written += [(self.write(factory, d, SHARED), d) for d in shared]
+        meta = metadata if metadata is not None else b"meta:%d:" % checkpoint_id + payload(64)
+        completed = self.finalize(location, meta)
+        return completed, written
+
+    def fresh_storage(self) -> Any:
+        """A new storage instance from the same configuration (no state shared in memory)."""
+        return self.sandbox.make_storage(**self.options)
+
+    def pickled_storage(self) -> Any:
+        return pickle.loads(pickle.dumps(self.storage))

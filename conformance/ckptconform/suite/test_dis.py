@@ -1,0 +1,154 @@
+"""DIS: disposal of checkpoints and state (Flink MD6, MD7, H2, T-CCL1; pain points P4, P8).
+
+What must be gone is checked on the backend through raw access; what must stay is checked by
+reading it back through its handle.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ckptconform.suite._driver import (
+    EXCLUSIVE,
+    SHARED,
+    JobDriver,
+    expect_error,
+    fail_message,
+    file_options,
+    file_path,
+    files_below,
+    is_dir,
+    join,
+    payload,
+    read_handle,
+    write_state,
+)
+
+
+def _gone(sandbox, handles) -> list[str]:
+    """Files of ``handles`` that still exist."""
+    return [file_path(h) for h in handles if file_path(h) and sandbox.exists(file_path(h))]
+
+
+@pytest.mark.clause("DIS-1")
+def test_aborted_checkpoints_are_removed(sandbox, target):
+    """DIS-1: dispose_on_failure removes exclusive state; shared state written for it stays."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(3)
+    factory = drv.worker(3, location.location_reference)
+    exclusive = [write_state(factory, payload(n, n), EXCLUSIVE) for n in (10, 5000, 70_000)]
+    shared = [
+        (write_state(factory, payload(n, n + 1), SHARED), payload(n, n + 1)) for n in (10, 5000)
+    ]
+    location.dispose_on_failure()
+    msg = fail_message("DIS-1", "dispose_on_failure", sandbox)
+    assert _gone(sandbox, exclusive) == [], msg + "\nexclusive state files remain"
+    for handle, blob in shared:
+        assert read_handle(handle) == blob, msg + "\nshared state was removed"
+    if "file-layout" in target.capabilities:
+        assert files_below(sandbox, drv.chk_dir(3)) == [], msg + "\nchk-3 still holds files"
+        expect_error(
+            FileNotFoundError,
+            "DIS-1",
+            "resolve_checkpoint after dispose_on_failure",
+            lambda: drv.storage.resolve_checkpoint(drv.chk_dir(3)),
+            sandbox,
+        )
+
+
+@pytest.mark.clause("DIS-2")
+@pytest.mark.parametrize("via", ["finalized", "resolved"])
+def test_completed_checkpoints_are_removed(sandbox, target, via):
+    """DIS-2: dispose_storage_location removes the checkpoint directory, recursively."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, written = drv.checkpoint(4, exclusive=[payload(100), payload(40_000, 2)])
+    pointer = completed.external_pointer
+    nested = join(pointer, "nested", "extra-file")
+    if not sandbox.backend.object_store:
+        sandbox.backend.raw.makedirs(sandbox.raw_path(join(pointer, "nested")), exist_ok=True)
+    sandbox.backend.raw.pipe_file(sandbox.raw_path(nested), b"left by a tool")
+    location = completed if via == "finalized" else drv.fresh_storage().resolve_checkpoint(pointer)
+    location.dispose_storage_location()
+    msg = fail_message("DIS-2", "dispose_storage_location", sandbox, via=via, pointer=pointer)
+    assert files_below(sandbox, pointer) == [], msg + "\nfiles remain in the checkpoint directory"
+    assert _gone(sandbox, [h for h, _ in written] + [completed.metadata_handle]) == [], msg
+    if not sandbox.backend.object_store:
+        assert not sandbox.exists(pointer), msg + "\nthe checkpoint directory remains"
+    expect_error(
+        FileNotFoundError,
+        "DIS-2",
+        "resolve_checkpoint after dispose",
+        lambda: drv.fresh_storage().resolve_checkpoint(pointer),
+        sandbox,
+        pointer=pointer,
+    )
+
+
+@pytest.mark.clause("DIS-3")
+def test_disposal_is_confined(sandbox, target):
+    """DIS-3: disposing one checkpoint leaves shared, task-owned and other checkpoints' data."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    one, w1 = drv.checkpoint(
+        1, exclusive=[payload(3000, 1)], shared=[payload(3000, 2)], metadata=b"one"
+    )
+    two, w2 = drv.checkpoint(
+        2, exclusive=[payload(3000, 3)], shared=[payload(3000, 4)], metadata=b"two"
+    )
+    owned = drv.task_owned(payload(3000, 5))
+    aborted = drv.location(3)
+    drv.write(drv.worker(3, aborted.location_reference), payload(3000, 6))
+    one.dispose_storage_location()
+    aborted.dispose_on_failure()
+    msg = fail_message("DIS-3", "dispose checkpoint 1, abort checkpoint 3", sandbox)
+    loc = drv.fresh_storage().resolve_checkpoint(two.external_pointer)
+    assert read_handle(loc.metadata_handle) == b"two", msg + "\ncheckpoint 2 was damaged"
+    for handle, blob in [*w2, w1[1]]:  # checkpoint 2's state and checkpoint 1's shared state
+        assert read_handle(loc.resolve_handle(handle)) == blob, msg + f"\n{handle!r} was damaged"
+    assert read_handle(owned) == payload(3000, 5), msg + "\ntask-owned state was damaged"
+
+
+@pytest.mark.clause("DIS-4")
+def test_deleting_what_is_gone(sandbox, target):
+    """DIS-4: discard of a missing file and a second dispose do not raise."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, written = drv.checkpoint(5, exclusive=[payload(5000)], shared=[payload(5000, 1)])
+    for handle, _ in written:
+        handle.discard_state()
+        handle.discard_state()
+    owned = drv.task_owned(payload(5000))
+    if file_path(owned):
+        sandbox.backend.raw.rm(sandbox.raw_path(file_path(owned)))
+    owned.discard_state()
+    completed.dispose_storage_location()
+    completed.dispose_storage_location()
+    aborted = drv.location(6)
+    aborted.dispose_on_failure()
+    aborted.dispose_on_failure()
+
+
+@pytest.mark.clause("DIS-5")
+@pytest.mark.parametrize("scope", [EXCLUSIVE, SHARED, "task-owned"])
+def test_discard_deletes_only_its_own_file(sandbox, target, scope):
+    """DIS-5: discard_state removes its file only; neighbours and the directory survive."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    factory = drv.worker(1, drv.location(1).location_reference)
+    blobs = [payload(3000, 1), payload(3000, 2)]
+    if scope == "task-owned":
+        handles = [drv.task_owned(b) for b in blobs]
+    else:
+        handles = [write_state(factory, b, scope) for b in blobs]
+    handles[0].discard_state()
+    msg = fail_message("DIS-5", "discard_state", sandbox, scope=scope, handle=handles[0])
+    assert _gone(sandbox, handles[:1]) == [], msg + "\nthe discarded file remains"
+    assert read_handle(handles[1]) == blobs[1], msg + "\nthe neighbour was removed"
+    path = file_path(handles[0])
+    if path and not sandbox.backend.object_store:
+        parent = path.rstrip("/").rsplit("/", 1)[0]
+        assert is_dir(sandbox, parent), msg + f"\nthe directory {parent} was removed"
+        handles[1].discard_state()
+        assert is_dir(sandbox, parent), msg + f"\nthe directory {parent} was removed (now empty)"

@@ -1,0 +1,211 @@
+"""LAY: Flink's path layout (seed 001; Flink L1-L7). Capability: file-layout (LAY-8: entropy).
+
+The layout is checked by a pure function (``_layout``) over relative paths: file keys on object
+stores (directories do not exist there), files and directories elsewhere. The same function
+accepts the trees Apache Flink 2.3.0 wrote (the packaged fixture), which keeps it honest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from hypothesis import given
+
+from ckptconform.suite._driver import (
+    EXCLUSIVE,
+    JobDriver,
+    fail_message,
+    file_path,
+    files_below,
+    is_dir,
+    join,
+    payload,
+    read_handle,
+    rel_paths,
+    same_location,
+    write_state,
+)
+from ckptconform.suite._layout import (
+    FLINK_CHECKPOINT_BASE,
+    FLINK_COMPLETED,
+    FLINK_IN_FLIGHT,
+    FLINK_JOB_ID,
+    FLINK_SAVEPOINT,
+    FLINK_SAVEPOINT_BASE,
+    check_checkpoint_tree,
+    check_savepoint_tree,
+    extract_flink_trees,
+)
+from ckptconform.suite._strategies import capped, checkpoint_ids
+
+
+def _walk(base: str) -> tuple[list[str], list[str]]:
+    files, dirs = [], []
+    for root, dirnames, filenames in os.walk(base):
+        dirs += [os.path.relpath(os.path.join(root, d), base) for d in dirnames]
+        files += [os.path.relpath(os.path.join(root, f), base) for f in filenames]
+    return files, dirs
+
+
+@pytest.mark.clause("LAY-1", "LAY-2", "LAY-3", "LAY-4", "LAY-5")
+def test_layout_checker_accepts_flink_trees(tmp_path):
+    """LAY-1: the suite's layout checker accepts the trees Flink 2.3.0 wrote (and no junk)."""
+    root = extract_flink_trees(str(tmp_path))
+    tree = check_checkpoint_tree(*_walk(os.path.join(root, FLINK_CHECKPOINT_BASE)))
+    assert tree.problems == [], fail_message(
+        "LAY-1", "check Flink's checkpoint tree", problems=tree.problems
+    )
+    job = tree.jobs[FLINK_JOB_ID]
+    assert job.completed() == list(FLINK_COMPLETED), f"[LAY-5] completed: {job.completed()}"
+    assert FLINK_IN_FLIGHT in job.checkpoints, "[LAY-2] chk-13 (in flight) is missing"
+    sp = check_savepoint_tree(*_walk(os.path.join(root, FLINK_SAVEPOINT_BASE)), job_id=FLINK_JOB_ID)
+    msg = fail_message("LAY-1", "check Flink's savepoint tree", problems=sp.problems)
+    assert sp.problems == [], msg
+    assert list(sp.savepoints) == [FLINK_SAVEPOINT], msg
+    # the checker is not a rubber stamp
+    bad = check_checkpoint_tree(
+        [
+            f"{FLINK_JOB_ID}/chk-007/x",
+            "ABC/chk-1/_metadata",
+            f"{FLINK_JOB_ID}/chk-1/sub/x",
+            f"{FLINK_JOB_ID}/other/x",
+        ]
+    )
+    assert len(bad.problems) == 4, bad.problems
+    bad_sp = check_savepoint_tree(["savepoint-28035f-1A44b3786f30/_metadata", "savepoint-x/y/z"])
+    assert len(bad_sp.problems) >= 2, bad_sp.problems
+
+
+@pytest.mark.clause("LAY-1", "LAY-2", "LAY-3", "LAY-4", "LAY-5", "TOW-2")
+@capped(6)
+@given(checkpoint_id=checkpoint_ids)
+def test_checkpoint_layout(sandbox, checkpoint_id):
+    """LAY-1: a job's checkpoints follow <base>/<job>/{chk-<n>,shared,taskowned}/<file>."""
+    base = join(sandbox.checkpoint_dir, f"lay-{checkpoint_id}")
+    drv = JobDriver(sandbox, checkpoint_dir=base, inline_threshold=0)
+    drv.init_base()
+    completed, written = drv.checkpoint(
+        checkpoint_id, exclusive=[payload(100, 1), payload(200, 2)], shared=[payload(300, 3)]
+    )
+    task_owned = drv.task_owned(payload(400, 4))
+    files, dirs = rel_paths(sandbox, base)
+    tree = check_checkpoint_tree(files, dirs)
+    job, chk = str(drv.job_id), f"chk-{checkpoint_id}"
+    msg = fail_message(
+        "LAY-1",
+        "checkpoint + task-owned state",
+        sandbox,
+        checkpoint_id=checkpoint_id,
+        job=job,
+        files=files,
+        dirs=dirs,
+    )
+    assert tree.problems == [], msg + f"\nproblems: {tree.problems}"
+    assert list(tree.jobs) == [job], msg.replace("[LAY-1]", "[LAY-1] job dir")
+    entry = tree.jobs[job]
+    assert entry.completed() == [checkpoint_id], msg.replace("[LAY-1]", "[LAY-2] chk dir")
+    excl = [os.path.basename(file_path(h)) for h, d in written[:2]]
+    assert sorted(entry.checkpoints[checkpoint_id]) == sorted(["_metadata", *excl]), msg.replace(
+        "[LAY-1]", "[LAY-2] exclusive state + _metadata in chk-<n>"
+    )
+    assert entry.shared == [os.path.basename(file_path(written[2][0]))], msg.replace(
+        "[LAY-1]", "[LAY-3] shared state in shared/"
+    )
+    assert entry.taskowned == [os.path.basename(file_path(task_owned))], msg.replace(
+        "[LAY-1]", "[TOW-2] task-owned state in taskowned/"
+    )
+    assert same_location(sandbox, completed.external_pointer, join(base, job, chk)), msg.replace(
+        "[LAY-1]", f"[LAY-5] pointer {completed.external_pointer}"
+    )
+    assert same_location(
+        sandbox, file_path(completed.metadata_handle), join(base, job, chk, "_metadata")
+    ), msg.replace("[LAY-1]", "[LAY-5]")
+
+
+@pytest.mark.clause("LAY-6")
+@pytest.mark.backend_traits(object_store=False)
+def test_coordinator_creates_directories(sandbox):
+    """LAY-6: on directory file systems the coordinator creates shared/, taskowned/ and chk-<n>."""
+    drv = JobDriver(sandbox)
+    drv.init_base()
+    for name in ("shared", "taskowned"):
+        assert is_dir(sandbox, join(drv.job_dir, name)), fail_message(
+            "LAY-6", "initialize_base_locations_for_checkpoint", sandbox, missing=name
+        )
+    drv.location(17)
+    assert is_dir(sandbox, drv.chk_dir(17)), fail_message(
+        "LAY-6", "initialize_location_for_checkpoint(17)", sandbox, missing="chk-17"
+    )
+
+
+@pytest.mark.clause("LAY-7")
+@pytest.mark.parametrize("threshold", [0, 100])
+def test_no_leftovers_after_finalization(sandbox, threshold):
+    """LAY-7: chk-<n> holds exactly _metadata and the exclusive files whose handles were taken."""
+    drv = JobDriver(sandbox, inline_threshold=threshold)
+    drv.init_base()
+    location = drv.location(5)
+    factory = drv.worker(5, location.location_reference)
+    kept = [write_state(factory, payload(n, n), EXCLUSIVE) for n in (50, 500, 5000)]
+    dropped = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    dropped.write(payload(3000))
+    dropped.close()
+    abandoned = location.create_metadata_output_stream()
+    abandoned.write(b"abandoned")
+    abandoned.close()
+    drv.finalize(location, payload(3000, seed=5))
+    expected = sorted(
+        ["_metadata"] + [os.path.basename(file_path(h)) for h in kept if file_path(h)]
+    )
+    files, _ = rel_paths(sandbox, drv.chk_dir(5))
+    assert sorted(files) == expected, fail_message(
+        "LAY-7",
+        "files in chk-5 after finalization",
+        sandbox,
+        threshold=threshold,
+        expected=expected,
+        found=files,
+    )
+
+
+@pytest.mark.clause("LAY-8")
+@pytest.mark.backend_traits(object_store=True)
+def test_entropy_never_reaches_the_store(sandbox):
+    """LAY-8: with an entropy key, no written path has the key; the pointer has it removed."""
+    key = "_entropy_"
+    base = join(sandbox.root, key, "checkpoints")
+    drv = JobDriver(
+        sandbox, checkpoint_dir=base, inline_threshold=0, entropy_key=key, entropy_length=4
+    )
+    drv.init_base()
+    completed, written = drv.checkpoint(
+        3, exclusive=[payload(100, 1)], shared=[payload(200, 2)], metadata=b"entropy"
+    )
+    task_owned = drv.task_owned(payload(300, 3))
+    files = files_below(sandbox, sandbox.root)
+    msg = fail_message(
+        "LAY-8",
+        "checkpoint with entropy key",
+        sandbox,
+        key=key,
+        pointer=completed.external_pointer,
+        files=files,
+    )
+    assert files, msg + "\nnothing was written"
+    assert not [f for f in files if key in f], msg + "\na written path has the key"
+    assert key not in completed.external_pointer, msg + "\nthe pointer has the key"
+    without = join(sandbox.root, "checkpoints", str(drv.job_id), "chk-3")
+    assert same_location(sandbox, completed.external_pointer, without), msg
+    for handle, _blob in [*written, (task_owned, None)]:
+        path = sandbox.raw_path(file_path(handle))
+        root = sandbox.raw_path(sandbox.root)
+        assert re.match(re.escape(root) + r"/[0-9A-Za-z]{4}/checkpoints/", path), (
+            msg + f"\ndata file {path} has no entropy where the key was"
+        )
+    resolved = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+    assert read_handle(resolved.metadata_handle) == b"entropy", msg
+    for handle, blob in written:
+        assert read_handle(resolved.resolve_handle(handle)) == blob, msg
+    assert files_below(sandbox, drv.chk_dir(3)) == [], msg + "\nfiles at the literal-key path"

@@ -1,0 +1,230 @@
+"""MD: the metadata stream and finalization (Flink MD1-MD7, T-MOS1-3, T-BASE4; pain point P7).
+
+"Visible" means visible on the backend through raw access, and resolvable through a fresh
+storage. The metadata's final path is taken from the completed location after finalization
+(``metadata_handle.file_path``), so these checks need no knowledge of the layout.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ckptconform.suite._driver import (
+    JobDriver,
+    expect_error,
+    fail_message,
+    file_options,
+    file_path,
+    files_below,
+    join,
+    payload,
+    read_handle,
+)
+from ckptstore.api import ByteStreamStateHandle
+
+CLOSED_ERRORS = (OSError, ValueError)
+
+
+@pytest.mark.clause("MD-1")
+@pytest.mark.parametrize("size", [10, 70_000])
+def test_metadata_never_half_visible(sandbox, target, size):
+    """MD-1: before finalization nothing exists at the metadata's final path."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(1)
+    data = payload(size)
+    stream = location.create_metadata_output_stream()
+    stream.write(data[: size // 2])
+    stream.flush()
+    seen = set(files_below(sandbox, sandbox.root))
+    stream.write(data[size // 2 :])
+    stream.flush()
+    seen_later = set(files_below(sandbox, sandbox.root))
+    completed = stream.close_and_finalize_checkpoint()
+    final = sandbox.raw_path(file_path(completed.metadata_handle) or "")
+    msg = fail_message(
+        "MD-1", "metadata stream before finalize", sandbox, size=size, metadata=final
+    )
+    assert final not in seen, msg + "\n_metadata was visible after half the bytes"
+    assert final not in seen_later, msg + "\n_metadata was visible before finalization"
+    assert read_handle(completed.metadata_handle) == data, msg
+
+
+@pytest.mark.clause("MD-1", "MD-2")
+def test_unfinalized_checkpoint_does_not_resolve(sandbox, target):
+    """MD-2: close() without finalize leaves nothing; MD-1: the checkpoint does not resolve."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(2)
+    before = files_below(sandbox, sandbox.root)
+    stream = location.create_metadata_output_stream()
+    stream.write(payload(5000))
+    stream.flush()
+    if "file-layout" in target.capabilities:
+        expect_error(
+            FileNotFoundError,
+            "MD-1",
+            "resolve_checkpoint before finalize",
+            lambda: drv.fresh_storage().resolve_checkpoint(drv.chk_dir(2)),
+            sandbox,
+        )
+    stream.close()
+    stream.close()
+    assert files_below(sandbox, sandbox.root) == before, fail_message(
+        "MD-2", "metadata stream closed without finalize", sandbox
+    )
+    if "file-layout" in target.capabilities:
+        expect_error(
+            FileNotFoundError,
+            "MD-2",
+            "resolve_checkpoint after close without finalize",
+            lambda: drv.fresh_storage().resolve_checkpoint(drv.chk_dir(2)),
+            sandbox,
+            pointer=drv.chk_dir(2),
+        )
+
+
+@pytest.mark.clause("MD-3")
+@pytest.mark.parametrize("how", ["same-location", "new-location"])
+def test_no_second_metadata(sandbox, target, how):
+    """MD-3: a second metadata stream for a finalized checkpoint fails; the first stays."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(5)
+    completed = drv.finalize(location, b"first metadata")
+    again = location if how == "same-location" else drv.location(5)
+
+    def second():
+        stream = again.create_metadata_output_stream()
+        try:
+            stream.write(b"second metadata, longer than the first")
+            return stream.close_and_finalize_checkpoint()
+        finally:
+            stream.close()
+
+    expect_error(
+        OSError, "MD-3", "second create_metadata_output_stream + finalize", second, sandbox, how=how
+    )
+    loc = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+    assert read_handle(loc.metadata_handle) == b"first metadata", fail_message(
+        "MD-3", "first _metadata after the second attempt", sandbox, how=how
+    )
+
+
+@pytest.mark.clause("MD-4")
+@pytest.mark.parametrize("sizes", [[1], [3, 0, 4000], [70_000, 1]])
+def test_finalization_result(sandbox, target, sizes):
+    """MD-4: tell() counts the metadata bytes and the completed location reads them back."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(3)
+    pieces = [payload(n, seed=i) for i, n in enumerate(sizes)]
+    stream = location.create_metadata_output_stream()
+    written = 0
+    for piece in pieces:
+        stream.write(piece)
+        written += len(piece)
+        assert stream.tell() == written, fail_message(
+            "MD-4", "metadata tell", sizes=sizes, expected=written, got=stream.tell()
+        )
+    completed = stream.close_and_finalize_checkpoint()
+    msg = fail_message("MD-4", "close_and_finalize_checkpoint", sandbox, sizes=sizes)
+    assert isinstance(completed.external_pointer, str), msg
+    assert completed.external_pointer, msg
+    assert read_handle(completed.metadata_handle) == b"".join(pieces), msg
+    assert completed.metadata_handle.state_size in (written, -1), msg
+
+
+@pytest.mark.clause("MD-5")
+def test_empty_metadata(sandbox, target):
+    """MD-5: empty metadata still finalizes into a resolvable checkpoint of zero bytes."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed = drv.finalize(drv.location(4), b"")
+    loc = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+    msg = fail_message(
+        "MD-5", "finalize empty metadata", sandbox, pointer=completed.external_pointer
+    )
+    assert read_handle(loc.metadata_handle) == b"", msg
+    assert read_handle(completed.metadata_handle) == b"", msg
+
+
+@pytest.mark.clause("MD-6")
+def test_after_finalization(sandbox, target):
+    """MD-6: write and a second finalize fail after finalization; close() keeps the checkpoint."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    stream = drv.location(6).create_metadata_output_stream()
+    stream.write(b"metadata six")
+    completed = stream.close_and_finalize_checkpoint()
+    assert stream.closed, fail_message("MD-6", "closed after finalize")
+    expect_error(CLOSED_ERRORS, "MD-6", "write after finalize", lambda: stream.write(b"x"))
+    expect_error(
+        CLOSED_ERRORS,
+        "MD-6",
+        "second close_and_finalize_checkpoint",
+        stream.close_and_finalize_checkpoint,
+    )
+    stream.close()
+    stream.close()
+    loc = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+    assert read_handle(loc.metadata_handle) == b"metadata six", fail_message(
+        "MD-6", "close() after finalize", sandbox
+    )
+
+
+class ForeignRelativeHandle:
+    """A duck-typed relative file handle, as another implementation might pickle it."""
+
+    def __init__(self, file_path: str, relative_path: str, state_size: int) -> None:
+        self.file_path, self.relative_path, self.state_size = file_path, relative_path, state_size
+
+    def open_input_stream(self):
+        raise AssertionError("[MD-7] the suite's fake handle must never be read directly")
+
+    def as_bytes_if_in_memory(self):
+        return None
+
+    def discard_state(self):
+        raise AssertionError("[MD-7] the suite's fake handle must never be discarded")
+
+
+@pytest.mark.clause("MD-7")
+def test_resolve_handle(sandbox, target):
+    """MD-7: resolve_handle keeps bytes of own, inline and absolute handles; rejects escapes."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, written = drv.checkpoint(
+        7, exclusive=[payload(4000, 1), payload(9, 2)], shared=[payload(6000, 3)]
+    )
+    inline = ByteStreamStateHandle("suite-inline", b"inline bytes")
+    for handle, blob in [*written, (inline, b"inline bytes")]:
+        assert read_handle(completed.resolve_handle(handle)) == blob, fail_message(
+            "MD-7", "resolve_handle", sandbox, handle=handle
+        )
+    victim = join(completed.external_pointer.rstrip("/").rsplit("/", 1)[0], "victim")
+    for bad in ("../victim", "..", ".", "", "a/b", "a\\b", "/etc/passwd", "../../x"):
+        fake = ForeignRelativeHandle(victim, bad, 3)
+        expect_error(
+            ValueError,
+            "MD-7",
+            "resolve_handle(relative handle leaving the directory)",
+            lambda f=fake: completed.resolve_handle(f),
+            relative_path=bad,
+        )
+
+
+@pytest.mark.clause("MD-8")
+@pytest.mark.parametrize("checkpoint_id", [-1, -177])
+def test_negative_checkpoint_ids(sandbox, target, checkpoint_id):
+    """MD-8: initialize_location_for_checkpoint with a negative id raises ValueError."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    expect_error(
+        ValueError,
+        "MD-8",
+        "initialize_location_for_checkpoint",
+        lambda: drv.location(checkpoint_id),
+        sandbox,
+        checkpoint_id=checkpoint_id,
+    )

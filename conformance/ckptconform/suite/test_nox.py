@@ -1,0 +1,211 @@
+"""NOX: no directory-existence calls (seed 002; Flink S1, T-FSA5, T-FSH3; pain point P1).
+
+Counted on S3 through the request ledger (requests the suite makes through ``raw`` are not
+counted). What "the worker path" includes, decided here: unpickling the storage it received,
+``create_checkpoint_storage`` for its job, ``resolve_checkpoint_storage_location``, and creating,
+writing, closing and finishing state streams of both scopes and task-owned streams. The
+coordinator's setup (``initialize_base_locations_for_checkpoint`` and
+``initialize_location_for_checkpoint``) runs before the counted block: on a real cluster it runs
+once, on the JobManager, which is exactly why workers need not check anything.
+"""
+
+from __future__ import annotations
+
+import pickle
+from contextlib import nullcontext
+
+import pytest
+
+from ckptconform.suite._driver import (
+    EXCLUSIVE,
+    SHARED,
+    JobDriver,
+    fail_message,
+    file_path,
+    files_below,
+    payload,
+    write_chunks,
+    write_state,
+)
+
+EXISTENCE_CHECKS = ("HeadObject", "HeadBucket", "ListObjectsV2", "ListObjects")
+LISTS = ("ListObjectsV2", "ListObjects", "HeadBucket")
+UPLOADS = {"PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"}
+
+
+def _fail(clause, operation, rec, sandbox=None, **inputs) -> str:
+    return fail_message(clause, operation, sandbox, **inputs) + "\nrequests:\n" + rec.summary()
+
+
+@pytest.mark.clause("NOX-1")
+@pytest.mark.parametrize("threshold", [None, 0])
+def test_worker_path_sends_no_existence_checks(sandbox, target, ledger, threshold):
+    """NOX-1: the worker path sends no HeadObject, HeadBucket or List request."""
+    options = (
+        {}
+        if threshold is None or "inline-state" not in target.capabilities
+        else {"inline_threshold": threshold}
+    )
+    drv = JobDriver(sandbox, **options)
+    drv.init_base()
+    location = drv.location(1)
+    blob, reference = pickle.dumps(drv.storage), location.location_reference
+    with ledger.record() as rec:
+        storage = pickle.loads(blob)
+        access = storage.create_checkpoint_storage(drv.job_id)
+        factory = access.resolve_checkpoint_storage_location(1, reference)
+        for scope in (EXCLUSIVE, SHARED):
+            for size in (0, 10, 30_000):
+                write_state(factory, payload(size, seed=size), scope, [4096])
+            abandoned = factory.create_checkpoint_state_output_stream(scope)
+            abandoned.write(payload(30_000))
+            abandoned.close()
+        for size in (10, 30_000):
+            stream = access.create_task_owned_state_stream()
+            write_chunks(stream, payload(size), [1000])
+            stream.close_and_get_handle()
+    bad = rec.count(operation=EXISTENCE_CHECKS)
+    assert bad == 0, _fail("NOX-1", "worker path", rec, threshold=threshold)
+
+
+@pytest.mark.clause("NOX-2")
+def test_resolving_a_location_costs_nothing(sandbox, target, backend):
+    """NOX-2: create_checkpoint_storage and resolve_checkpoint_storage_location do no I/O."""
+    storage = sandbox.make_storage()
+    coordinator = JobDriver(sandbox, storage=storage)
+    coordinator.init_base()
+    reference = coordinator.location(3).location_reference
+    before = files_below(sandbox, sandbox.root)
+    recording = backend.ledger.record() if backend.ledger is not None else nullcontext()
+    with recording as rec:
+        for _ in range(3):
+            access = storage.create_checkpoint_storage(coordinator.job_id)
+            access.resolve_checkpoint_storage_location(3, reference)
+            access.resolve_checkpoint_storage_location(4, reference)
+            other = pickle.loads(pickle.dumps(storage)).create_checkpoint_storage(
+                coordinator.job_id
+            )
+            other.resolve_checkpoint_storage_location(17, reference)
+    if rec is not None:
+        assert len(rec) == 0, _fail("NOX-2", "create_checkpoint_storage + resolve location", rec)
+    assert files_below(sandbox, sandbox.root) == before, fail_message(
+        "NOX-2", "create_checkpoint_storage + resolve location created files", sandbox
+    )
+    if "file-layout" in target.capabilities and not backend.object_store:
+        assert not sandbox.exists(coordinator.chk_dir(17)), fail_message(
+            "NOX-2", "resolve_checkpoint_storage_location(17) created chk-17", sandbox
+        )
+
+
+def _file_factory(sandbox, threshold):
+    drv = JobDriver(sandbox, inline_threshold=threshold)
+    drv.init_base()
+    location = drv.location(1)
+    return drv, drv.worker(1, location.location_reference)
+
+
+@pytest.mark.clause("NOX-3")
+def test_inline_streams_send_nothing(sandbox, ledger):
+    """NOX-3: a stream whose state stays inline sends no request."""
+    drv, factory = _file_factory(sandbox, 4096)
+    with ledger.record() as rec:
+        for scope in (EXCLUSIVE, SHARED):
+            write_state(factory, payload(4096), scope, [100])
+            write_state(factory, payload(1), scope)
+        stream = drv.access.create_task_owned_state_stream()
+        stream.write(payload(10))
+        stream.close_and_get_handle()
+    assert len(rec) == 0, _fail("NOX-3", "inline streams", rec, threshold=4096)
+
+
+@pytest.mark.clause("NOX-4")
+@pytest.mark.parametrize("size", [1, 70_000, 6 * 1024 * 1024])
+def test_one_upload_per_file(sandbox, ledger, size):
+    """NOX-4: a file-backed stream costs one PutObject or one multipart upload, nothing else."""
+    drv, factory = _file_factory(sandbox, 0)
+    blob = payload(size)
+    for scope in (EXCLUSIVE, SHARED, "task-owned"):
+        with ledger.record() as rec:
+            if scope == "task-owned":
+                stream = drv.access.create_task_owned_state_stream()
+                write_chunks(stream, blob, [65536] * (size // 65536 + 1))
+                stream.close_and_get_handle()
+            else:
+                write_state(factory, blob, scope, [65536] * (size // 65536 + 1))
+        ops = rec.operations()
+        msg = _fail("NOX-4", "write one file-backed stream", rec, size=size, scope=scope)
+        assert set(ops) <= UPLOADS, msg
+        if ops.get("PutObject"):
+            assert ops == {"PutObject": 1}, msg
+        else:
+            assert ops["CreateMultipartUpload"] == 1, msg
+            assert ops["CompleteMultipartUpload"] == 1, msg
+            assert ops["UploadPart"] >= 1, msg
+
+
+@pytest.mark.clause("NOX-5")
+def test_discard_without_existence_checks(sandbox, ledger):
+    """NOX-5: discard_state() of a file handle deletes without HeadObject or List requests."""
+    drv, factory = _file_factory(sandbox, 0)
+    handles = [write_state(factory, payload(500), scope) for scope in (EXCLUSIVE, SHARED)]
+    stream = drv.access.create_task_owned_state_stream()
+    stream.write(payload(500))
+    handles.append(stream.close_and_get_handle())
+    for handle in handles:
+        with ledger.record() as rec:
+            handle.discard_state()
+        msg = _fail("NOX-5", "discard_state", rec, handle=handle)
+        assert rec.count(operation=EXISTENCE_CHECKS) == 0, msg
+        assert rec.count(operation=("DeleteObject", "DeleteObjects")) >= 1, msg
+        assert not sandbox.exists(file_path(handle)), msg + "\nthe file is still there"
+
+
+@pytest.mark.clause("NOX-6")
+def test_resolving_a_pointer_never_lists(sandbox, target, ledger):
+    """NOX-6: resolve_checkpoint sends no List and no HeadBucket request."""
+    drv = JobDriver(sandbox)
+    drv.init_base()
+    completed, _ = drv.checkpoint(6, exclusive=[payload(100)])
+    pointers = [
+        completed.external_pointer,
+        completed.external_pointer + "/",
+        file_path(completed.metadata_handle),
+    ]
+    for pointer in pointers:
+        if pointer is None:
+            continue
+        storage = drv.fresh_storage()
+        with ledger.record() as rec:
+            storage.resolve_checkpoint(pointer)
+        assert rec.count(operation=LISTS) == 0, _fail(
+            "NOX-6", "resolve_checkpoint", rec, pointer=pointer
+        )
+
+
+@pytest.mark.clause("NOX-7")
+@pytest.mark.backend_traits(object_store=True)
+def test_no_directory_requests_on_object_stores(sandbox, ledger):
+    """NOX-7: on S3 the coordinator's location initialization sends no request."""
+    drv = JobDriver(sandbox)
+    with ledger.record() as rec:
+        drv.init_base()
+        drv.location(1)
+        drv.location(2)
+    assert len(rec) == 0, _fail("NOX-7", "initialize base + locations 1, 2", rec)
+
+
+@pytest.mark.clause("NOX-8")
+@pytest.mark.parametrize("size", [0, 100, 70_000])
+def test_finalization_never_lists(sandbox, ledger, size):
+    """NOX-8: writing and finalizing _metadata sends no List, no HeadBucket, HEAD only on itself."""
+    drv = JobDriver(sandbox)
+    drv.init_base()
+    location = drv.location(8)
+    with ledger.record() as rec:
+        completed = drv.finalize(location, payload(size))
+    msg = _fail("NOX-8", "create_metadata_output_stream + finalize", rec, size=size)
+    assert rec.count(operation=LISTS) == 0, msg
+    metadata = file_path(completed.metadata_handle) or ""
+    for request in rec.filter(operation="HeadObject"):
+        assert request.key, msg
+        assert metadata.endswith(request.key), msg

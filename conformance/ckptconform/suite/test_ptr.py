@@ -1,0 +1,312 @@
+"""PTR: external pointers and their resolution (seed 001; Flink PTR1-PTR10, T-BASE1-3).
+
+Error types are the contract's built-ins (subclasses accepted): None -> TypeError,
+'' -> ValueError, missing -> FileNotFoundError, garbage or unknown scheme -> OSError.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given
+
+from ckptconform.suite._driver import (
+    JobDriver,
+    expect_error,
+    fail_message,
+    file_options,
+    file_path,
+    join,
+    payload,
+    read_handle,
+    same_location,
+)
+from ckptconform.suite._layout import (
+    FLINK_CHECKPOINT_BASE,
+    FLINK_COMPLETED,
+    FLINK_IN_FLIGHT,
+    FLINK_JOB_ID,
+    FLINK_SAVEPOINT,
+    FLINK_SAVEPOINT_BASE,
+    extract_flink_trees,
+)
+from ckptconform.suite._strategies import capped, checkpoint_ids, pointer_spellings
+from ckptstore.api import NON_ADDRESSABLE_POINTER
+
+
+def spell(completed, spelling: str) -> str | None:
+    """A pointer to ``completed`` in one spelling (None: the spelling does not apply)."""
+    if spelling == "dir":
+        return completed.external_pointer
+    if spelling == "dir/":
+        return completed.external_pointer.rstrip("/") + "/"
+    return file_path(completed.metadata_handle)
+
+
+def _resolves_to(sandbox, clause, storage, pointer, expected_pointer, metadata, **inputs):
+    msg = fail_message(clause, "resolve_checkpoint", sandbox, pointer=pointer, **inputs)
+    loc = storage.resolve_checkpoint(pointer)
+    assert loc.external_pointer == expected_pointer, msg + (
+        f"\nexternal_pointer {loc.external_pointer!r} != {expected_pointer!r}"
+    )
+    assert read_handle(loc.metadata_handle) == metadata, msg + "\nmetadata bytes differ"
+    return loc
+
+
+@pytest.mark.clause("PTR-1", "PTR-2", "PTR-3")
+@capped(10)
+@given(checkpoint_id=checkpoint_ids, spelling=pointer_spellings)
+def test_pointer_resolves_in_every_spelling(sandbox, target, checkpoint_id, spelling):
+    """PTR-1: pointers resolve via storage, access and a fresh storage; PTR-2/3: spellings."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    metadata = payload(3000, seed=checkpoint_id % 251)
+    completed, _ = drv.checkpoint(checkpoint_id, exclusive=[payload(500)], metadata=metadata)
+    pointer = spell(completed, spelling)
+    if pointer is None:
+        pointer = completed.external_pointer
+    clause = "PTR-1" if spelling == "dir" else "PTR-2"
+    for label, resolver in (
+        ("storage", drv.storage),
+        ("access", drv.access),
+        ("fresh storage", drv.fresh_storage()),
+        ("fresh access", drv.fresh_storage().create_checkpoint_storage(drv.job_id)),
+    ):
+        _resolves_to(
+            sandbox,
+            clause,
+            resolver,
+            pointer,
+            completed.external_pointer,
+            metadata,
+            via=label,
+            spelling=spelling,
+            checkpoint_id=checkpoint_id,
+        )
+
+
+@pytest.mark.clause("PTR-4")
+def test_other_jobs_and_places(sandbox, target):
+    """PTR-4: two jobs with the same checkpoint id; pointers outside the own checkpoint dir."""
+    one = JobDriver(sandbox, **file_options(target))
+    two = JobDriver(sandbox, **file_options(target))
+    for drv in (one, two):
+        drv.init_base()
+    c1, w1 = one.checkpoint(177, exclusive=[payload(900, 1)], metadata=b"job one")
+    c2, w2 = two.checkpoint(177, exclusive=[payload(900, 2)], metadata=b"job two")
+    assert c1.external_pointer != c2.external_pointer, fail_message(
+        "PTR-4", "same checkpoint id, two jobs", sandbox, one=c1.external_pointer
+    )
+    elsewhere = sandbox.make_storage(
+        checkpoint_dir=join(sandbox.root, "elsewhere"), **file_options(target)
+    )
+    for completed, written, meta in ((c1, w1, b"job one"), (c2, w2, b"job two")):
+        for label, storage in (
+            ("job one", one.storage),
+            ("job two", two.storage),
+            ("other checkpoint dir", elsewhere),
+        ):
+            loc = _resolves_to(
+                sandbox,
+                "PTR-4",
+                storage,
+                completed.external_pointer,
+                completed.external_pointer,
+                meta,
+                via=label,
+            )
+            for handle, blob in written:
+                assert read_handle(loc.resolve_handle(handle)) == blob, fail_message(
+                    "PTR-4", "resolve_handle", sandbox, via=label
+                )
+
+
+@pytest.mark.clause("PTR-5")
+def test_missing_arguments(sandbox, target):
+    """PTR-5: resolve_checkpoint(None) raises TypeError, resolve_checkpoint('') ValueError."""
+    drv = JobDriver(sandbox, **file_options(target))
+    for label, resolver in (("storage", drv.storage), ("access", drv.access)):
+        expect_error(
+            TypeError,
+            "PTR-5",
+            f"{label}.resolve_checkpoint",
+            lambda r=resolver: r.resolve_checkpoint(None),
+            pointer=None,
+        )
+        expect_error(
+            ValueError,
+            "PTR-5",
+            f"{label}.resolve_checkpoint",
+            lambda r=resolver: r.resolve_checkpoint(""),
+            pointer="",
+        )
+
+
+@pytest.mark.clause("PTR-6")
+@pytest.mark.parametrize("where", ["below-checkpoints", "new-root", "metadata-file"])
+def test_missing_checkpoint(sandbox, target, where):
+    """PTR-6: a pointer to a path that does not exist raises FileNotFoundError."""
+    drv = JobDriver(sandbox, **file_options(target))
+    pointer = {
+        "below-checkpoints": join(sandbox.checkpoint_dir, str(drv.job_id), "chk-404"),
+        "new-root": join(sandbox.root, "never", "written"),
+        "metadata-file": join(sandbox.checkpoint_dir, "nothing", "_metadata"),
+    }[where]
+    for storage in (drv.storage, drv.fresh_storage()):
+        expect_error(
+            FileNotFoundError,
+            "PTR-6",
+            "resolve_checkpoint",
+            lambda s=storage: s.resolve_checkpoint(pointer),
+            sandbox,
+            pointer=pointer,
+        )
+
+
+@pytest.mark.clause("PTR-7")
+def test_no_metadata_no_checkpoint(sandbox, target):
+    """PTR-7: a checkpoint directory whose _metadata is missing does not resolve."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, _ = drv.checkpoint(8, exclusive=[payload(5000)], shared=[payload(10)])
+    metadata_file = file_path(completed.metadata_handle)
+    assert metadata_file is not None, "[PTR-7] the metadata handle names no file"
+    sandbox.backend.raw.rm(sandbox.raw_path(metadata_file))
+    for spelling in ("dir", "dir/"):
+        pointer = spell(completed, spelling)
+        expect_error(
+            FileNotFoundError,
+            "PTR-7",
+            "resolve_checkpoint (no _metadata)",
+            lambda p=pointer: drv.fresh_storage().resolve_checkpoint(p),
+            sandbox,
+            pointer=pointer,
+        )
+    if "file-layout" in target.capabilities:
+        # an in-flight checkpoint: state written, metadata never
+        location = drv.location(9)
+        factory = drv.worker(9, location.location_reference)
+        drv.write(factory, payload(5000))
+        expect_error(
+            FileNotFoundError,
+            "PTR-7",
+            "resolve_checkpoint (in flight)",
+            lambda: drv.storage.resolve_checkpoint(drv.chk_dir(9)),
+            sandbox,
+            pointer=drv.chk_dir(9),
+        )
+
+
+BAD_POINTERS = [
+    "this-is_not/a#filepath.at.all",
+    "nosuchscheme-ckpt://bucket/path/chk-1",
+    "nosuchscheme-ckpt:/path/chk-1",
+]
+
+
+@pytest.mark.clause("PTR-8")
+@pytest.mark.parametrize("pointer", BAD_POINTERS)
+def test_invalid_pointers(sandbox, target, pointer):
+    """PTR-8: garbage and unknown schemes raise OSError."""
+    drv = JobDriver(sandbox, **file_options(target))
+    expect_error(
+        OSError,
+        "PTR-8",
+        "resolve_checkpoint",
+        lambda: drv.storage.resolve_checkpoint(pointer),
+        pointer=pointer,
+    )
+
+
+@pytest.mark.clause("PTR-8")
+def test_non_addressable_pointer(sandbox, target):
+    """PTR-8: the JobManager's non-addressable pointer raises FileNotFoundError."""
+    drv = JobDriver(sandbox, **file_options(target))
+    expect_error(
+        FileNotFoundError,
+        "PTR-8",
+        "resolve_checkpoint",
+        lambda: drv.storage.resolve_checkpoint(NON_ADDRESSABLE_POINTER),
+        pointer=NON_ADDRESSABLE_POINTER,
+    )
+
+
+@pytest.mark.clause("PTR-9")
+def test_any_metadata_file_name(sandbox, target):
+    """PTR-9: a pointer naming a file is taken as the metadata file, whatever its name."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, _ = drv.checkpoint(2, metadata=b"renamed metadata")
+    original = file_path(completed.metadata_handle)
+    renamed = join(completed.external_pointer, "copy-of-metadata")
+    sandbox.backend.raw.pipe_file(sandbox.raw_path(renamed), sandbox.read(original))
+    loc = drv.fresh_storage().resolve_checkpoint(renamed)
+    assert read_handle(loc.metadata_handle) == b"renamed metadata", fail_message(
+        "PTR-9", "resolve_checkpoint", sandbox, pointer=renamed
+    )
+
+
+def upload_tree(sandbox, local_dir: str, url: str) -> None:
+    """Copy a local directory tree onto the backend (raw, bypassing the implementation)."""
+    raw = sandbox.backend.raw
+    for root, _dirs, files in os.walk(local_dir):
+        rel = os.path.relpath(root, local_dir)
+        target_dir = url if rel == "." else join(url, rel.replace(os.sep, "/"))
+        if not sandbox.backend.object_store:
+            raw.makedirs(sandbox.raw_path(target_dir), exist_ok=True)
+        for name in files:
+            with open(os.path.join(root, name), "rb") as fh:
+                raw.pipe_file(sandbox.raw_path(join(target_dir, name)), fh.read())
+
+
+@pytest.mark.clause("PTR-10")
+def test_flink_written_checkpoints_resolve(sandbox, target, tmp_path):
+    """PTR-10: pointers into Flink 2.3.0's checkpoint and savepoint trees resolve; chk-13 not."""
+    local = extract_flink_trees(str(tmp_path))
+    url = join(sandbox.root, "flink")
+    upload_tree(sandbox, local, url)
+    storage = sandbox.make_storage(**file_options(target))
+    job = join(url, FLINK_CHECKPOINT_BASE, FLINK_JOB_ID)
+    rels = [f"{FLINK_CHECKPOINT_BASE}/{FLINK_JOB_ID}/chk-{n}" for n in FLINK_COMPLETED]
+    rels.append(f"{FLINK_SAVEPOINT_BASE}/{FLINK_SAVEPOINT}")
+    for rel in rels:
+        directory = join(url, rel)
+        with open(os.path.join(local, *rel.split("/"), "_metadata"), "rb") as fh:
+            expected = fh.read()
+        assert expected[:4] == bytes.fromhex("4960672d")
+        for pointer in (directory, directory + "/", join(directory, "_metadata")):
+            loc = storage.resolve_checkpoint(pointer)
+            msg = fail_message(
+                "PTR-10", "resolve_checkpoint (Flink tree)", sandbox, pointer=pointer
+            )
+            assert read_handle(loc.metadata_handle) == expected, msg
+            assert same_location(sandbox, loc.external_pointer, directory), msg + (
+                f"\nexternal_pointer {loc.external_pointer}"
+            )
+    in_flight = join(job, f"chk-{FLINK_IN_FLIGHT}")
+    for pointer in (in_flight, in_flight + "/"):
+        expect_error(
+            FileNotFoundError,
+            "PTR-10",
+            "resolve_checkpoint (Flink's in-flight chk-13)",
+            lambda p=pointer: storage.resolve_checkpoint(p),
+            sandbox,
+            pointer=pointer,
+        )
+
+
+@pytest.mark.clause("PTR-11")
+def test_local_path_spellings(sandbox, target, backend):
+    """PTR-11: on the local file system /abs, file:/abs and file:///abs resolve alike."""
+    if backend.scheme != "file":
+        pytest.skip(f"local path spellings apply to the local file system, not {backend.name}")
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, _ = drv.checkpoint(4, metadata=b"local spellings")
+    path = "/" + sandbox.raw_path(completed.external_pointer).lstrip("/")
+    for pointer in (path, "file:" + path, "file://" + path, path + "/"):
+        loc = drv.fresh_storage().resolve_checkpoint(pointer)
+        assert read_handle(loc.metadata_handle) == b"local spellings", fail_message(
+            "PTR-11", "resolve_checkpoint", sandbox, pointer=pointer
+        )

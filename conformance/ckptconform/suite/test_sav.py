@@ -1,0 +1,206 @@
+"""SAV: savepoints (seed 001; Flink ACC7, ACC8, L5, T-BASE5, T-FSA1/2, H6). Capability: savepoints.
+
+Savepoint metadata in these tests is a pickle of the state handles, as a caller that stores its
+handles in ``_metadata`` would write it; restoring reads it back through a fresh storage.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from ckptconform.suite._driver import (
+    EXCLUSIVE,
+    SHARED,
+    JobDriver,
+    expect_error,
+    fail_message,
+    file_options,
+    file_path,
+    files_below,
+    join,
+    payload,
+    read_handle,
+    same_location,
+    write_state,
+)
+from ckptconform.suite._layout import SAVEPOINT_RE
+
+
+def _parent(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[0]
+
+
+def take_savepoint(
+    drv: JobDriver,
+    target_dir: str | None,
+    scopes=(EXCLUSIVE, SHARED),
+    checkpoint_id: int = 42,
+    via_worker: bool = True,
+):
+    """Write one savepoint; return (completed, [(handle, bytes)])."""
+    location = drv.access.initialize_location_for_savepoint(checkpoint_id, target_dir)
+    factory = drv.worker(checkpoint_id, location.location_reference) if via_worker else location
+    written = []
+    for i, scope in enumerate(scopes):
+        for size in (10, 30_000):
+            blob = payload(size, seed=i * 10 + size)
+            written.append((write_state(factory, blob, scope), blob))
+    completed = drv.finalize(location, pickle.dumps([h for h, _ in written]))
+    return completed, written
+
+
+def check_restore(sandbox, clause, storage, pointer, written, **inputs):
+    loc = storage.resolve_checkpoint(pointer)
+    msg = fail_message(clause, "restore savepoint", sandbox, pointer=pointer, **inputs)
+    handles = pickle.loads(read_handle(loc.metadata_handle))
+    assert len(handles) == len(written), msg
+    for handle, (_, blob) in zip(handles, written, strict=True):
+        assert read_handle(loc.resolve_handle(handle)) == blob, msg + f"\nhandle {handle!r}"
+    return loc
+
+
+@pytest.mark.clause("SAV-1")
+@pytest.mark.parametrize("default", [True, False], ids=["default-set", "no-default"])
+@pytest.mark.parametrize("given", [True, False], ids=["target", "no-target"])
+def test_savepoint_target_matrix(sandbox, target, default, given):
+    """SAV-1: the target wins over the default; else the default; directly below either."""
+    if not default and not given:
+        pytest.skip("neither a target nor a default: SAV-2")
+    options = dict(file_options(target))
+    if not default:
+        options["savepoint_dir"] = None
+    drv = JobDriver(sandbox, **options)
+    target_dir = join(sandbox.root, "sp-target") if given else None
+    completed, _ = take_savepoint(drv, target_dir)
+    expected = target_dir if given else sandbox.savepoint_dir
+    assert same_location(sandbox, _parent(completed.external_pointer), expected), fail_message(
+        "SAV-1",
+        "initialize_location_for_savepoint",
+        sandbox,
+        target=target_dir,
+        default=sandbox.savepoint_dir if default else None,
+        pointer=completed.external_pointer,
+    )
+
+
+@pytest.mark.clause("SAV-2")
+def test_no_savepoint_location(sandbox, target):
+    """SAV-2: has_default_savepoint_location() reflects the config; neither -> ValueError."""
+    with_default = JobDriver(sandbox, **file_options(target))
+    assert with_default.access.has_default_savepoint_location() is True, fail_message(
+        "SAV-2", "has_default_savepoint_location", savepoint_dir=sandbox.savepoint_dir
+    )
+    without = JobDriver(sandbox, savepoint_dir=None, **file_options(target))
+    assert without.access.has_default_savepoint_location() is False, fail_message(
+        "SAV-2", "has_default_savepoint_location", savepoint_dir=None
+    )
+    expect_error(
+        ValueError,
+        "SAV-2",
+        "initialize_location_for_savepoint(1, None)",
+        lambda: without.access.initialize_location_for_savepoint(1, None),
+        sandbox,
+    )
+
+
+@pytest.mark.clause("SAV-3")
+@pytest.mark.parametrize("via_worker", [False, True], ids=["location", "worker"])
+def test_self_contained_savepoints(sandbox, target, via_worker):
+    """SAV-3: all of a savepoint's files lie in its one directory; it restores from there."""
+    drv = JobDriver(sandbox, **file_options(target))
+    completed, written = take_savepoint(drv, None, via_worker=via_worker)
+    pointer = completed.external_pointer
+    msg = fail_message("SAV-3", "savepoint files", sandbox, pointer=pointer)
+    expected = sorted(
+        sandbox.raw_path(p)
+        for p in [file_path(completed.metadata_handle), *(file_path(h) for h, _ in written)]
+        if p is not None
+    )
+    for path in expected:
+        assert same_location(sandbox, _parent(path), pointer), msg + f"\n{path} is elsewhere"
+    assert files_below(sandbox, pointer) == expected, msg
+    check_restore(sandbox, "SAV-3", drv.fresh_storage(), pointer, written)
+
+
+@pytest.mark.clause("SAV-4")
+def test_savepoint_directory_names(sandbox):
+    """SAV-4: savepoint-<job[0:6]>-<12 of [0-9a-f]>."""
+    drv = JobDriver(sandbox)
+    for target_dir in (None, join(sandbox.root, "elsewhere")):
+        completed, _ = take_savepoint(drv, target_dir, scopes=())
+        name = completed.external_pointer.rstrip("/").rsplit("/", 1)[1]
+        match = SAVEPOINT_RE.fullmatch(name)
+        msg = fail_message(
+            "SAV-4", "savepoint directory name", sandbox, name=name, job=str(drv.job_id)
+        )
+        assert match, msg
+        assert match.group(1) == str(drv.job_id)[:6], msg
+
+
+@pytest.mark.clause("SAV-5")
+def test_distinct_savepoints(sandbox, target):
+    """SAV-5: savepoints taken one after the other get distinct directories."""
+    drv = JobDriver(sandbox, **file_options(target))
+    taken = [take_savepoint(drv, None, checkpoint_id=7) for _ in range(4)]
+    pointers = [c.external_pointer for c, _ in taken]
+    assert len(set(pointers)) == len(pointers), fail_message(
+        "SAV-5", "four savepoints", sandbox, pointers=pointers
+    )
+    for completed, written in taken:
+        check_restore(sandbox, "SAV-5", drv.storage, completed.external_pointer, written)
+
+
+@pytest.mark.clause("SAV-6")
+def test_workers_write_into_savepoints(sandbox, target):
+    """SAV-6: a worker resolves the savepoint's reference and its state restores with it."""
+    coordinator = JobDriver(sandbox, **file_options(target))
+    location = coordinator.access.initialize_location_for_savepoint(9, None)
+    reference = pickle.loads(pickle.dumps(location.location_reference))
+    worker = JobDriver(
+        sandbox, storage=pickle.loads(pickle.dumps(coordinator.storage)), job_id=coordinator.job_id
+    )
+    factory = worker.worker(9, reference)
+    written = [
+        (write_state(factory, payload(n, n), scope), payload(n, n))
+        for n, scope in ((20, EXCLUSIVE), (40_000, EXCLUSIVE), (50_000, SHARED))
+    ]
+    completed = coordinator.finalize(location, pickle.dumps([h for h, _ in written]))
+    check_restore(
+        sandbox, "SAV-6", coordinator.fresh_storage(), completed.external_pointer, written
+    )
+    if "file-layout" in target.capabilities:
+        for handle, _ in written:
+            if file_path(handle):
+                assert same_location(
+                    sandbox, _parent(file_path(handle)), completed.external_pointer
+                ), fail_message(
+                    "SAV-6", "worker state in the savepoint directory", sandbox, handle=handle
+                )
+
+
+def move_tree(sandbox, source: str, destination: str) -> None:
+    """Move a directory on the backend (raw copy of every file, then delete the source)."""
+    raw = sandbox.backend.raw
+    base = sandbox.raw_path(source)
+    for path in files_below(sandbox, source):
+        new = join(destination, path[len(base) + 1 :])
+        if not sandbox.backend.object_store:
+            raw.makedirs(sandbox.raw_path(_parent(new)), exist_ok=True)
+        raw.pipe_file(sandbox.raw_path(new), raw.cat_file(path))
+    raw.rm(base, recursive=True)
+
+
+@pytest.mark.clause("SAV-7")
+def test_moved_savepoints_restore(sandbox, target):
+    """SAV-7: a savepoint directory moved as a whole restores at its new place."""
+    drv = JobDriver(sandbox, **file_options(target))
+    completed, written = take_savepoint(drv, None, scopes=(EXCLUSIVE,))
+    old = completed.external_pointer
+    new = join(sandbox.root, "moved", old.rstrip("/").rsplit("/", 1)[1])
+    move_tree(sandbox, old, new)
+    loc = check_restore(sandbox, "SAV-7", drv.fresh_storage(), new, written, moved_from=old)
+    assert same_location(sandbox, loc.external_pointer, new), fail_message(
+        "SAV-7", "external_pointer after the move", sandbox, pointer=loc.external_pointer
+    )

@@ -1,0 +1,241 @@
+"""SER: serializability (seed 000/003: storages are distributed across parallel processes).
+
+Bounds on the size of a storage's pickle (SER-5 MUST 4 KiB, SER-6 SHOULD 1 KiB) include the
+backend's ``storage_options`` (an endpoint and test credentials on S3): a storage is its
+configuration, so that is what it may carry.
+
+The fresh-process test runs ``sys.executable`` with the parent's ``sys.path``; the child
+unpickles the storage first and calls ``create_checkpoint_storage`` before it reads any handle,
+as a Flink TaskManager or a restarted JobManager has its storage configured before it touches
+state.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import cloudpickle
+import pytest
+
+from ckptconform.suite._driver import (
+    EXCLUSIVE,
+    SHARED,
+    JobDriver,
+    fail_message,
+    file_options,
+    file_path,
+    payload,
+    read_handle,
+    write_state,
+)
+from ckptstore.api import CheckpointStorageLocationReference, encode_path_as_reference
+
+PICKLERS = {"pickle": pickle.dumps, "cloudpickle": cloudpickle.dumps}
+MUST_BOUND, SHOULD_BOUND = 4096, 1024
+
+
+def _used_driver(sandbox, target) -> tuple[JobDriver, object, list]:
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, written = drv.checkpoint(
+        1, exclusive=[payload(3000, 1), payload(5, 2)], shared=[payload(4000, 3)]
+    )
+    drv.storage.resolve_checkpoint(completed.external_pointer)
+    return drv, completed, written
+
+
+@pytest.mark.clause("SER-1")
+@pytest.mark.parametrize("how", sorted(PICKLERS))
+def test_storage_survives_pickling(sandbox, target, how):
+    """SER-1: a storage, fresh and used, survives pickling; the copy writes and resolves alike."""
+    fresh = sandbox.make_storage(**file_options(target))
+    copy_of_fresh = pickle.loads(PICKLERS[how](fresh))
+    drv, completed, _ = _used_driver(sandbox, target)
+    for label, storage in (
+        ("fresh", copy_of_fresh),
+        ("used", pickle.loads(PICKLERS[how](drv.storage))),
+    ):
+        msg = fail_message("SER-1", f"{how} round trip of a {label} storage", sandbox)
+        loc = storage.resolve_checkpoint(completed.external_pointer)
+        assert read_handle(loc.metadata_handle) == read_handle(completed.metadata_handle), msg
+        copy = JobDriver(sandbox, storage=storage, job_id=drv.job_id)
+        factory = copy.worker(1)
+        blob = payload(2500, seed=9)
+        assert read_handle(copy.write(factory, blob)) == blob, msg + "\nwrite through the copy"
+
+
+@pytest.mark.clause("SER-2")
+@pytest.mark.parametrize("how", sorted(PICKLERS))
+def test_handles_survive_pickling(sandbox, target, how):
+    """SER-2: inline and file handles survive pickling with size and bytes intact."""
+    options = {"inline_threshold": 100} if "inline-state" in target.capabilities else {}
+    drv = JobDriver(sandbox, **options)
+    drv.init_base()
+    factory = drv.worker(1, drv.location(1).location_reference)
+    for size in (10, 5000):
+        for scope in (EXCLUSIVE, SHARED):
+            blob = payload(size, seed=size)
+            handle = write_state(factory, blob, scope)
+            copy = pickle.loads(PICKLERS[how](handle))
+            msg = fail_message(
+                "SER-2",
+                f"{how} round trip of a handle",
+                sandbox,
+                size=size,
+                scope=scope,
+                handle=handle,
+            )
+            assert copy.state_size == handle.state_size, msg
+            assert read_handle(copy) == blob, msg
+
+
+@pytest.mark.clause("SER-3")
+@pytest.mark.parametrize("how", sorted(PICKLERS))
+def test_references_and_completed_locations_survive_pickling(sandbox, target, how):
+    """SER-3: references keep equality and default-ness; completed locations keep pointers."""
+    default = CheckpointStorageLocationReference.default()
+    copy = pickle.loads(PICKLERS[how](default))
+    assert copy.is_default, fail_message("SER-3", "default reference", how=how)
+    assert copy == default, fail_message("SER-3", "default reference", how=how)
+    drv, completed, _ = _used_driver(sandbox, target)
+    refs = [drv.location(2).location_reference, encode_path_as_reference(sandbox.savepoint_dir)]
+    for ref in refs:
+        copy = pickle.loads(PICKLERS[how](ref))
+        msg = fail_message("SER-3", "location reference", ref=ref, how=how)
+        assert copy == ref, msg
+        assert copy.is_default == ref.is_default, msg
+    copy = pickle.loads(PICKLERS[how](completed))
+    msg = fail_message("SER-3", f"{how} round trip of a completed location", sandbox)
+    assert copy.external_pointer == completed.external_pointer, msg
+    assert read_handle(copy.metadata_handle) == read_handle(completed.metadata_handle), msg
+
+
+@pytest.mark.clause("SER-5", "SER-6")
+def test_storage_pickle_is_small(sandbox, target):
+    """SER-5: a storage pickles below 4 KiB, also after use; SER-6: below 1 KiB, not growing."""
+    fresh = sandbox.make_storage(**file_options(target))
+    before = len(pickle.dumps(fresh))
+    drv, _, _ = _used_driver(sandbox, target)
+    sizes = {
+        "fresh": before,
+        "used": len(pickle.dumps(drv.storage)),
+        "used (cloudpickle)": len(cloudpickle.dumps(drv.storage)),
+    }
+    for label, size in sizes.items():
+        assert size < MUST_BOUND, fail_message(
+            "SER-5", f"pickle a {label} storage", bytes=size, bound=MUST_BOUND
+        )
+    assert max(sizes.values()) < SHOULD_BOUND, fail_message("SER-6", "pickle size", **sizes)
+    assert sizes["used"] <= before, fail_message("SER-6", "pickle grew with use", **sizes)
+
+
+@pytest.mark.clause("SER-7")
+@pytest.mark.requires("inline-state")
+def test_file_handle_pickle_is_small(sandbox):
+    """SER-7: a file-backed handle pickles below 1 KiB."""
+    drv = JobDriver(sandbox, inline_threshold=0)
+    drv.init_base()
+    factory = drv.worker(1, drv.location(1).location_reference)
+    for scope in (EXCLUSIVE, SHARED):
+        handle = write_state(factory, payload(10_000), scope)
+        size = len(pickle.dumps(handle))
+        assert size < SHOULD_BOUND, fail_message(
+            "SER-7", "pickle a file handle", handle=handle, bytes=size, scope=scope
+        )
+
+
+CHILD = textwrap.dedent(
+    """
+    import pickle, sys
+    from ckptstore.api import CheckpointedStateScope
+
+    def read(handle):
+        stream = handle.open_input_stream()
+        try:
+            return stream.read()
+        finally:
+            stream.close()
+
+    box = pickle.load(sys.stdin.buffer)
+    storage = box["storage"]
+    access = storage.create_checkpoint_storage(box["job_id"])
+    out = {
+        "handles": [read(h) for h in box["handles"]],
+        "completed_metadata": read(box["completed"].metadata_handle),
+        "completed_pointer": box["completed"].external_pointer,
+    }
+    resolved = storage.resolve_checkpoint(box["pointer"])
+    out["resolved_metadata"] = read(resolved.metadata_handle)
+    out["resolved_handles"] = [read(resolved.resolve_handle(h)) for h in box["own_handles"]]
+    factory = access.resolve_checkpoint_storage_location(box["checkpoint_id"], box["reference"])
+    stream = factory.create_checkpoint_state_output_stream(CheckpointedStateScope.EXCLUSIVE)
+    stream.write(box["new_state"])
+    out["new_handle"] = stream.close_and_get_handle()
+    stream = access.create_task_owned_state_stream()
+    stream.write(box["new_state"])
+    out["task_owned"] = stream.close_and_get_handle()
+    sys.stdout.buffer.write(pickle.dumps(out))
+    """
+)
+
+
+@pytest.mark.clause("SER-4")
+@pytest.mark.backend_traits(cross_process=True)
+@pytest.mark.parametrize("how", sorted(PICKLERS))
+def test_objects_work_in_a_fresh_process(sandbox, target, how):
+    """SER-4: storage, handles, references and completed locations work in a fresh process."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(3)
+    factory = drv.worker(3, location.location_reference)
+    blobs = [payload(4000, 1), payload(7, 2), payload(9000, 3)]
+    handles = [
+        write_state(factory, blobs[0], EXCLUSIVE),
+        write_state(factory, blobs[1], EXCLUSIVE),
+        write_state(factory, blobs[2], SHARED),
+    ]
+    completed = drv.finalize(location, b"metadata-of-3")
+    next_location = drv.location(4)
+    box = {
+        "storage": drv.storage,
+        "job_id": drv.job_id,
+        "handles": handles,
+        "own_handles": handles,
+        "completed": completed,
+        "pointer": completed.external_pointer,
+        "checkpoint_id": 4,
+        "reference": next_location.location_reference,
+        "new_state": payload(6000, seed=4),
+    }
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        input=PICKLERS[how](box),
+        capture_output=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+    msg = fail_message(
+        "SER-4", f"{how} objects into a fresh process", sandbox, pointer=completed.external_pointer
+    )
+    assert proc.returncode == 0, (
+        msg + "\nchild stderr:\n" + proc.stderr.decode(errors="replace")[-4000:]
+    )
+    out = pickle.loads(proc.stdout)
+    assert out["handles"] == blobs, msg + "\nhandles read other bytes in the child"
+    assert out["completed_metadata"] == b"metadata-of-3", msg + "\ncompleted location's metadata"
+    assert out["completed_pointer"] == completed.external_pointer, msg
+    assert out["resolved_metadata"] == b"metadata-of-3", msg + "\npointer resolved in the child"
+    assert out["resolved_handles"] == blobs, msg + "\nresolve_handle in the child"
+    assert read_handle(out["new_handle"]) == box["new_state"], msg + "\nstate written by the child"
+    assert read_handle(out["task_owned"]) == box["new_state"], (
+        msg + "\ntask-owned state of the child"
+    )
+    if file_path(out["new_handle"]) is not None:
+        assert sandbox.exists(file_path(out["new_handle"])), msg

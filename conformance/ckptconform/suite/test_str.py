@@ -1,0 +1,280 @@
+"""STR: semantics of checkpoint state streams (Flink S4-S16, seed 000's raw bytes storage).
+
+The basic round trip lives here so that it fails first and explains later failures.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ckptconform.suite._driver import (
+    EXCLUSIVE,
+    SHARED,
+    JobDriver,
+    expect_error,
+    fail_message,
+    file_options,
+    file_path,
+    files_below,
+    payload,
+    read_handle,
+    write_chunks,
+)
+from ckptconform.suite._strategies import capped, chunkings
+
+CLOSED_ERRORS = (OSError, ValueError)
+
+
+def _factory(drv: JobDriver, checkpoint_id: int = 1):
+    drv.init_base()
+    location = drv.location(checkpoint_id)
+    return drv.worker(checkpoint_id, location.location_reference)
+
+
+@pytest.mark.clause("STR-1", "STR-2")
+@capped(25)
+@given(
+    data=st.data(),
+    size=st.integers(min_value=1, max_value=70_000),
+    scope=st.sampled_from([EXCLUSIVE, SHARED]),
+)
+def test_round_trip_any_chunking(sandbox, target, data, size, scope):
+    """STR-1: bytes written in any chunking read back identically, repeatedly; STR-2: sizes."""
+    sizes = data.draw(chunkings(size), label="write sizes")
+    threshold = data.draw(st.sampled_from([None, 0, 100, 20480]), label="threshold")
+    options = (
+        {}
+        if threshold is None or "inline-state" not in target.capabilities
+        else {"inline_threshold": threshold}
+    )
+    drv = JobDriver(sandbox, **options)
+    factory = _factory(drv)
+    blob = payload(size, seed=size)
+    handle = drv.write(factory, blob, scope, sizes)
+    msg = fail_message(
+        "STR-1",
+        "write+close_and_get_handle",
+        sandbox,
+        size=size,
+        scope=scope,
+        sizes=sizes,
+        threshold=threshold,
+    )
+    assert handle is not None, msg + "\nclose_and_get_handle() returned None for non-empty state"
+    assert read_handle(handle) == blob, msg + "\nthe handle read other bytes"
+    assert read_handle(handle) == blob, msg + "\na second read gave other bytes"
+    assert handle.state_size in (size, -1), msg + f"\nstate_size {handle.state_size} != {size}"
+    assert handle.state_size == size, fail_message(
+        "STR-2", "state_size", sandbox, size=size, got=handle.state_size
+    )
+
+
+@pytest.mark.clause("STR-3")
+@pytest.mark.parametrize("writes", [[], [b""], [b"", b""]], ids=["nothing", "empty", "two-empty"])
+def test_empty_stream_gives_none(sandbox, target, writes):
+    """STR-3: close_and_get_handle() with nothing written returns None and leaves no file."""
+    drv = JobDriver(sandbox, **file_options(target))
+    factory = _factory(drv)
+    before = files_below(sandbox, sandbox.root)
+    for scope in (EXCLUSIVE, SHARED):
+        stream = factory.create_checkpoint_state_output_stream(scope)
+        for w in writes:
+            stream.write(w)
+        handle = stream.close_and_get_handle()
+        stream.close()
+        assert handle is None, fail_message(
+            "STR-3", "close_and_get_handle", sandbox, scope=scope, writes=writes, got=handle
+        )
+    assert files_below(sandbox, sandbox.root) == before, fail_message(
+        "STR-3", "empty streams left files", sandbox
+    )
+
+
+@pytest.mark.clause("STR-4")
+@capped(20)
+@given(data=st.data(), size=st.integers(min_value=0, max_value=5000))
+def test_tell_counts_every_byte(sandbox, target, data, size):
+    """STR-4: tell() equals the bytes written so far, across buffer boundaries."""
+    options = (
+        {"inline_threshold": 17, "write_buffer_size": 31}
+        if ("inline-state" in target.capabilities)
+        else {}
+    )
+    drv = JobDriver(sandbox, **options)
+    factory = _factory(drv)
+    sizes = data.draw(chunkings(size), label="write sizes")
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    try:
+        assert stream.tell() == 0, fail_message("STR-4", "tell on a new stream", got=stream.tell())
+        written = 0
+        for piece in [payload(n, seed=i) for i, n in enumerate(sizes)]:
+            stream.write(piece)
+            written += len(piece)
+            assert stream.tell() == written, fail_message(
+                "STR-4",
+                "tell after write",
+                sandbox,
+                sizes=sizes,
+                expected=written,
+                got=stream.tell(),
+            )
+    finally:
+        stream.close()
+
+
+@pytest.mark.clause("STR-5")
+@pytest.mark.parametrize("ending", ["close", "close_and_get_handle"])
+def test_use_after_close_fails(sandbox, target, ending):
+    """STR-5: after close() or close_and_get_handle(), write and close_and_get_handle raise."""
+    drv = JobDriver(sandbox, **file_options(target))
+    factory = _factory(drv)
+    for scope in (EXCLUSIVE, SHARED):
+        stream = factory.create_checkpoint_state_output_stream(scope)
+        stream.write(payload(300))
+        if ending == "close":
+            stream.close()
+        else:
+            assert stream.close_and_get_handle() is not None
+        assert stream.closed, fail_message("STR-5", f"closed after {ending}", sandbox, scope=scope)
+        expect_error(
+            CLOSED_ERRORS,
+            "STR-5",
+            f"write after {ending}",
+            lambda s=stream: s.write(b"x"),
+            scope=scope,
+        )
+        expect_error(
+            CLOSED_ERRORS,
+            "STR-5",
+            f"close_and_get_handle after {ending}",
+            stream.close_and_get_handle,
+            scope=scope,
+        )
+
+
+@pytest.mark.clause("STR-6")
+@pytest.mark.parametrize("size", [0, 10, 30_000])
+def test_close_discards(sandbox, target, size):
+    """STR-6: close() without a handle never raises, can repeat, and leaves no file."""
+    drv = JobDriver(sandbox, **file_options(target))
+    factory = _factory(drv)
+    before = files_below(sandbox, sandbox.root)
+    for scope in (EXCLUSIVE, SHARED):
+        stream = factory.create_checkpoint_state_output_stream(scope)
+        write_chunks(stream, payload(size), [7, 4096])
+        stream.flush()
+        stream.close()
+        stream.close()
+    assert files_below(sandbox, sandbox.root) == before, fail_message(
+        "STR-6", "close() without a handle", sandbox, size=size
+    )
+
+
+@pytest.mark.clause("STR-6")
+def test_close_after_handle_keeps_state(sandbox, target):
+    """STR-6: close() after close_and_get_handle() does nothing: the state stays readable."""
+    drv = JobDriver(sandbox, **file_options(target))
+    factory = _factory(drv)
+    blob = payload(5000, seed=3)
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    stream.write(blob)
+    handle = stream.close_and_get_handle()
+    stream.close()
+    stream.close()
+    assert read_handle(handle) == blob, fail_message("STR-6", "read after close()", sandbox)
+
+
+@pytest.mark.clause("STR-7")
+def test_context_manager(sandbox, target):
+    """STR-7: leaving the block discards; exceptions propagate; handles taken inside stay valid."""
+    drv = JobDriver(sandbox, **file_options(target))
+    factory = _factory(drv)
+    before = files_below(sandbox, sandbox.root)
+    with factory.create_checkpoint_state_output_stream(EXCLUSIVE) as stream:
+        stream.write(payload(2000))
+    assert stream.closed, fail_message("STR-7", "closed after the with block", sandbox)
+    assert files_below(sandbox, sandbox.root) == before, fail_message(
+        "STR-7", "with block without a handle left files", sandbox
+    )
+
+    class BoomError(Exception):
+        pass
+
+    def fail_inside_block():
+        with factory.create_checkpoint_state_output_stream(SHARED) as stream:
+            stream.write(payload(2000))
+            raise BoomError
+
+    with pytest.raises(BoomError):
+        fail_inside_block()
+    assert files_below(sandbox, sandbox.root) == before, fail_message(
+        "STR-7", "with block left by an exception left files", sandbox
+    )
+
+    blob = payload(177, seed=177)
+    with factory.create_checkpoint_state_output_stream(EXCLUSIVE) as stream:
+        stream.write(blob)
+        handle = stream.close_and_get_handle()
+    msg = fail_message("STR-7", "handle taken inside a with block", sandbox)
+    assert handle is not None, msg
+    assert read_handle(handle) == blob, msg
+
+
+@pytest.mark.clause("STR-8")
+@pytest.mark.parametrize("kind", ["bytes", "bytearray", "memoryview"])
+@pytest.mark.parametrize("size", [10, 50_000])
+def test_written_bytes_are_copied(sandbox, target, kind, size):
+    """STR-8: write() takes bytes-likes, copies them, and never changes the caller's buffer."""
+    options = {"inline_threshold": 1024} if "inline-state" in target.capabilities else {}
+    drv = JobDriver(sandbox, **options)
+    factory = _factory(drv)
+    original = payload(size, seed=8)
+    buf = bytearray(original)
+    arg = {"bytes": bytes(buf), "bytearray": buf, "memoryview": memoryview(buf)}[kind]
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    stream.write(arg)
+    assert bytes(buf) == original, fail_message(
+        "STR-8", "write changed the caller's buffer", kind=kind, size=size
+    )
+    buf[:] = b"\xee" * len(buf)  # the caller reuses its buffer
+    handle = stream.close_and_get_handle()
+    assert read_handle(handle) == original, fail_message(
+        "STR-8", "state changed with the caller's buffer", sandbox, kind=kind, size=size
+    )
+
+
+@pytest.mark.clause("STR-9")
+def test_flush_keeps_stream_open(sandbox, target):
+    """STR-9: flush() neither ends the stream nor loses bytes."""
+    drv = JobDriver(sandbox, **file_options(target))
+    factory = _factory(drv)
+    parts = [payload(n, seed=n) for n in (5, 3000, 1, 70_000)]
+    stream = factory.create_checkpoint_state_output_stream(SHARED)
+    for p in parts:
+        stream.write(p)
+        stream.flush()
+    handle = stream.close_and_get_handle()
+    assert read_handle(handle) == b"".join(parts), fail_message(
+        "STR-9", "write/flush repeatedly", sandbox, sizes=[len(p) for p in parts]
+    )
+
+
+@pytest.mark.clause("STR-10")
+@pytest.mark.parametrize("size", [1, 100, 30_000])
+def test_as_bytes_if_in_memory(sandbox, target, size):
+    """STR-10: as_bytes_if_in_memory() is None or the bytes, and None for file handles."""
+    drv = JobDriver(
+        sandbox, **({"inline_threshold": 1000} if "inline-state" in target.capabilities else {})
+    )
+    factory = _factory(drv)
+    blob = payload(size, seed=size)
+    handle = drv.write(factory, blob)
+    got = handle.as_bytes_if_in_memory()
+    msg = fail_message(
+        "STR-10", "as_bytes_if_in_memory", sandbox, size=size, file_path=file_path(handle)
+    )
+    assert got is None or bytes(got) == blob, msg
+    if file_path(handle) is not None:
+        assert got is None, msg + "\na handle that names a file returned inline bytes"

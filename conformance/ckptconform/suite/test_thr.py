@@ -1,0 +1,189 @@
+"""THR: thread safety (seed 000/003: "Multiple threads may be creating streams concurrently").
+
+Threads start together behind a barrier so that stream creation really overlaps; every worker
+writes bytes that only it writes, so a mix-up shows as wrong bytes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ckptconform.suite._driver import (
+    EXCLUSIVE,
+    SHARED,
+    JobDriver,
+    fail_message,
+    file_options,
+    file_path,
+    files_below,
+    payload,
+    read_handle,
+    write_state,
+)
+from ckptconform.suite._strategies import capped, thread_counts
+
+
+def _run_all(n: int, work) -> list:
+    barrier = threading.Barrier(n)
+
+    def run(i: int):
+        barrier.wait(timeout=60)
+        return work(i)
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(run, range(n)))
+
+
+@pytest.mark.clause("THR-1")
+@capped(8)
+@given(
+    threads=thread_counts,
+    streams=st.integers(min_value=1, max_value=4),
+    size=st.sampled_from([1, 300, 5000, 40_000]),
+)
+def test_concurrent_streams_keep_their_bytes(sandbox, target, threads, streams, size):
+    """THR-1: concurrent streams on one storage, access and factory read back their own bytes."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(1)
+    shared_factory = drv.worker(1, location.location_reference)
+
+    def work(i: int):
+        out = []
+        for j in range(streams):
+            # alternate: the shared factory, a factory resolved now, the task-owned stream
+            blob = payload(size + i, seed=i * 100 + j)
+            kind = (i + j) % 3
+            if kind == 0:
+                handle = write_state(shared_factory, blob, EXCLUSIVE if j % 2 else SHARED)
+            elif kind == 1:
+                factory = drv.access.resolve_checkpoint_storage_location(
+                    1, location.location_reference
+                )
+                handle = write_state(factory, blob, SHARED)
+            else:
+                stream = drv.access.create_task_owned_state_stream()
+                stream.write(blob)
+                handle = stream.close_and_get_handle()
+            out.append((handle, blob))
+        return out
+
+    results = [pair for chunk in _run_all(threads, work) for pair in chunk]
+    inputs = {"threads": threads, "streams": streams, "size": size}
+    for handle, blob in results:
+        msg = fail_message(
+            "THR-1", "concurrent write + read back", sandbox, handle=handle, **inputs
+        )
+        assert handle is not None, msg
+        assert read_handle(handle) == blob, msg
+    paths = [file_path(h) for h, _ in results if file_path(h) is not None]
+    assert len(paths) == len(set(paths)), fail_message(
+        "THR-1", "two streams share a file", sandbox, paths=sorted(paths), **inputs
+    )
+    if "file-layout" in target.capabilities:
+        on_backend = files_below(sandbox, drv.job_dir)
+        assert len(on_backend) == len(paths), fail_message(
+            "THR-1",
+            "files on the backend vs file handles",
+            sandbox,
+            handles=len(paths),
+            files=len(on_backend),
+            **inputs,
+        )
+
+
+@pytest.mark.clause("THR-2")
+@capped(5)
+@given(threads=thread_counts)
+def test_concurrent_coordinator_and_worker_calls(sandbox, target, threads):
+    """THR-2: accesses, locations, finalization and resolution from many threads at once."""
+    storage = sandbox.make_storage(**file_options(target))
+
+    def work(i: int):
+        drv = JobDriver(sandbox, storage=storage)
+        drv.init_base()
+        completed, written = drv.checkpoint(
+            i,
+            exclusive=[payload(3000, seed=i)],
+            shared=[payload(20, seed=i)],
+            metadata=b"thread-%d" % i,
+        )
+        resolved = storage.resolve_checkpoint(completed.external_pointer)
+        return drv, completed, resolved, written
+
+    for i, (_, completed, resolved, written) in enumerate(_run_all(threads, work)):
+        msg = fail_message(
+            "THR-2",
+            "concurrent checkpoint + resolve",
+            sandbox,
+            thread=i,
+            threads=threads,
+            pointer=completed.external_pointer,
+        )
+        assert read_handle(resolved.metadata_handle) == b"thread-%d" % i, msg
+        for handle, blob in written:
+            assert read_handle(resolved.resolve_handle(handle)) == blob, msg
+
+    # one access, distinct checkpoint ids, concurrently
+    drv = JobDriver(sandbox, storage=storage)
+    drv.init_base()
+    completed = _run_all(threads, lambda i: drv.checkpoint(100 + i, metadata=b"id-%d" % i)[0])
+    pointers = [c.external_pointer for c in completed]
+    assert len(set(pointers)) == threads, fail_message(
+        "THR-2", "distinct pointers", sandbox, pointers=pointers
+    )
+    for i, pointer in enumerate(pointers):
+        got = read_handle(storage.resolve_checkpoint(pointer).metadata_handle)
+        assert got == b"id-%d" % i, fail_message("THR-2", "resolve", sandbox, pointer=pointer)
+
+
+@pytest.mark.clause("THR-3")
+@pytest.mark.parametrize("scope", [EXCLUSIVE, SHARED])
+def test_close_from_another_thread(sandbox, target, scope):
+    """THR-3: close() from another thread during writes ends the stream and leaves no file."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    factory = drv.worker(1, drv.location(1).location_reference)
+    before = files_below(sandbox, sandbox.root)
+    stream = factory.create_checkpoint_state_output_stream(scope)
+    started, outcome = threading.Event(), {}
+
+    def writer():
+        piece = payload(4096)
+        deadline = time.monotonic() + 20
+        try:
+            while time.monotonic() < deadline:
+                stream.write(piece)
+                started.set()
+            outcome["result"] = "no error within 20 s"
+        except (OSError, ValueError) as exc:
+            outcome["result"] = exc
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    assert started.wait(30)
+    closer = threading.Thread(target=stream.close, daemon=True)
+    closer.start()
+    closer.join(30)
+    assert not closer.is_alive(), fail_message(
+        "THR-3", "close() did not return within 30 s", scope=scope
+    )
+    thread.join(30)
+    msg = fail_message(
+        "THR-3",
+        "close() while another thread writes",
+        sandbox,
+        scope=scope,
+        writer=outcome.get("result"),
+    )
+    assert stream.closed, msg
+    assert isinstance(outcome.get("result"), OSError | ValueError), msg
+    assert files_below(sandbox, sandbox.root) == before, msg + "\nthe stream's file remains"

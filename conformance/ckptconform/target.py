@@ -1,0 +1,240 @@
+"""Loading and validating the implementation under test (``--impl``).
+
+``--impl=MODULE[:ATTR]`` names a target object (or a callable that returns one); ATTR defaults
+to ``conformance_target``. ``--impl=NAME`` also finds targets registered in the entry-point
+group ``ckptconform.targets``. The target is duck-typed (ARCHITECTURE.md section 4): ``name``,
+``capabilities``, ``make_storage(*, checkpoint_dir, savepoint_dir, options)``, optional
+``schemes`` and ``known_failures``. Every problem is a ``TargetError`` with a message that says
+what to fix; the plugin turns it into a pytest usage error (exit code 4), never a skip.
+"""
+
+from __future__ import annotations
+
+import importlib
+import traceback
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+__all__ = ["ENTRY_POINT_GROUP", "Target", "TargetError", "load_target", "validate_target"]
+
+ENTRY_POINT_GROUP = "ckptconform.targets"
+DEFAULT_ATTR = "conformance_target"
+
+
+class TargetError(Exception):
+    """The ``--impl`` target cannot be loaded or is invalid."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A validated target. ``make_storage`` forwards to the implementation's factory."""
+
+    name: str
+    capabilities: frozenset[str]
+    schemes: frozenset[str] | None
+    known_failures: dict[str, str]
+    factory: Callable[..., Any] = field(repr=False)
+    spec: str = ""
+    origin: str = ""
+    version: str | None = None
+
+    def make_storage(
+        self,
+        *,
+        checkpoint_dir: str | None,
+        savepoint_dir: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """A fresh storage of the implementation under test."""
+        return self.factory(
+            checkpoint_dir=checkpoint_dir, savepoint_dir=savepoint_dir, options=dict(options or {})
+        )
+
+    def supports_scheme(self, scheme: str) -> bool:
+        return self.schemes is None or scheme in self.schemes
+
+    def describe(self) -> str:
+        version = f" {self.version}" if self.version else ""
+        return f"{self.name}{version} (--impl={self.spec}: {self.origin})"
+
+
+def load_target(spec: str) -> Target:
+    """Load and validate the target that ``--impl=spec`` names."""
+    spec = (spec or "").strip()
+    if not spec:
+        raise TargetError("--impl needs a value: MODULE[:ATTR] or a registered target name")
+    obj, origin, module_name = _resolve(spec)
+    if not _looks_like_target(obj) and callable(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise TargetError(
+                f"--impl={spec}: calling {origin} failed: {_short(exc)}\n{_trace(exc)}"
+            ) from exc
+    return validate_target(obj, spec=spec, origin=origin, version=_version_of(module_name))
+
+
+def _resolve(spec: str) -> tuple[Any, str, str]:
+    """The object ``spec`` names, a description of where it came from, and its module name."""
+    if ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        if not module_name or not attr:
+            raise TargetError(f"--impl={spec}: expected MODULE:ATTR")
+        return _from_module(spec, module_name, attr), f"{module_name}:{attr}", module_name
+    entry_point = _entry_point(spec)
+    if entry_point is not None:
+        try:
+            obj = entry_point.load()
+        except Exception as exc:
+            raise TargetError(
+                f"--impl={spec}: loading entry point {spec!r} ({entry_point.value}) of group "
+                f"{ENTRY_POINT_GROUP!r} failed: {_short(exc)}\n{_trace(exc)}"
+            ) from exc
+        origin = f"entry point {spec} -> {entry_point.value}"
+        return obj, origin, entry_point.value.partition(":")[0]
+    return _from_module(spec, spec, DEFAULT_ATTR), f"{spec}:{DEFAULT_ATTR}", spec
+
+
+def _entry_point(name: str) -> metadata.EntryPoint | None:
+    for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry_point.name == name:
+            return entry_point
+    return None
+
+
+def _registered_names() -> list[str]:
+    return sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def _from_module(spec: str, module_name: str, attr: str) -> Any:
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (
+            module_name == exc.name or module_name.startswith(exc.name + ".")
+        ):
+            registered = ", ".join(_registered_names()) or "none"
+            raise TargetError(
+                f"--impl={spec}: no module named {module_name!r} and no target of that name in "
+                f"entry-point group {ENTRY_POINT_GROUP!r} (registered: {registered})"
+            ) from exc
+        raise TargetError(
+            f"--impl={spec}: importing {module_name!r} failed: {_short(exc)}\n{_trace(exc)}"
+        ) from exc
+    except Exception as exc:
+        raise TargetError(
+            f"--impl={spec}: importing {module_name!r} failed: {_short(exc)}\n{_trace(exc)}"
+        ) from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError as exc:
+        raise TargetError(
+            f"--impl={spec}: module {module_name!r} has no attribute {attr!r} "
+            f"(a target object, or a callable returning one)"
+        ) from exc
+    except Exception as exc:  # a lazy module attribute that fails to load
+        raise TargetError(
+            f"--impl={spec}: {module_name}.{attr} failed to load: {_short(exc)}\n{_trace(exc)}"
+        ) from exc
+
+
+def _looks_like_target(obj: Any) -> bool:
+    return hasattr(obj, "make_storage") and hasattr(obj, "name")
+
+
+def validate_target(
+    obj: Any, *, spec: str = "", origin: str = "", version: str | None = None
+) -> Target:
+    """Check the duck-typed target against the catalog and wrap it in a frozen ``Target``."""
+    from ckptconform.clauses import CAPABILITIES, CLAUSES
+
+    where = f"--impl={spec}: target {origin or type(obj).__name__}"
+    problems: list[str] = []
+
+    name = getattr(obj, "name", None)
+    if not isinstance(name, str) or not name.strip():
+        problems.append(f"'name' must be a non-empty string, got {name!r}")
+        name = str(name)
+
+    factory = getattr(obj, "make_storage", None)
+    if not callable(factory):
+        problems.append(f"'make_storage' must be callable, got {factory!r}")
+
+    capabilities = _string_set(getattr(obj, "capabilities", None), "capabilities", problems)
+    if capabilities is None:
+        capabilities = frozenset()
+        if not hasattr(obj, "capabilities"):
+            problems.append("'capabilities' is missing (a collection of capability names)")
+    unknown = sorted(capabilities - CAPABILITIES.keys())
+    if unknown:
+        problems.append(f"unknown capabilities {unknown}; known: {', '.join(sorted(CAPABILITIES))}")
+
+    schemes = _string_set(getattr(obj, "schemes", None), "schemes", problems)
+    if schemes is not None:
+        schemes = frozenset(s.lower() for s in schemes)
+        if not schemes:
+            problems.append("'schemes' is empty; leave it out to accept every scheme")
+
+    known_failures: dict[str, str] = {}
+    raw_failures = getattr(obj, "known_failures", None)
+    if raw_failures is not None:
+        if not isinstance(raw_failures, Mapping):
+            problems.append(
+                f"'known_failures' must be a mapping clause id -> reason, got {raw_failures!r}"
+            )
+        else:
+            known_failures = {str(k): str(v) for k, v in raw_failures.items()}
+            unknown_ids = sorted(set(known_failures) - CLAUSES.keys())
+            if unknown_ids:
+                problems.append(f"'known_failures' names unknown clause ids {unknown_ids}")
+
+    if problems:
+        raise TargetError(f"{where} is invalid:\n  - " + "\n  - ".join(problems))
+    assert callable(factory)
+    return Target(
+        name=name,
+        capabilities=capabilities,
+        schemes=schemes,
+        known_failures=known_failures,
+        factory=factory,
+        spec=spec,
+        origin=origin,
+        version=version,
+    )
+
+
+def _string_set(value: Any, attr: str, problems: list[str]) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Collection):
+        problems.append(f"'{attr}' must be a collection of strings, got {value!r}")
+        return frozenset()
+    bad = [v for v in value if not isinstance(v, str)]
+    if bad:
+        problems.append(f"'{attr}' must hold strings only, got {bad!r}")
+    return frozenset(v for v in value if isinstance(v, str))
+
+
+def _version_of(module_name: str) -> str | None:
+    top = module_name.partition(".")[0]
+    try:
+        distributions = metadata.packages_distributions().get(top, [])
+        if distributions:
+            return metadata.version(distributions[0])
+    except Exception:
+        pass
+    try:
+        return str(getattr(importlib.import_module(top), "__version__"))  # noqa: B009
+    except Exception:
+        return None
+
+
+def _short(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _trace(exc: BaseException, limit: int = 6) -> str:
+    lines = traceback.format_exception(exc, limit=-limit)
+    return "".join(lines).rstrip()

@@ -1,0 +1,80 @@
+"""ckptstore: the reference checkpoint storage (Flink's contract, in Python, on fsspec).
+
+Importing ``ckptstore`` is cheap: the storages (which pull in fsspec) load on first use,
+so ``import ckptstore.api`` stays free of heavy dependencies, as the conformance suite
+requires.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "FileSystemCheckpointStorage": "ckptstore.filesystem_storage",
+    "JobManagerCheckpointStorage": "ckptstore.jobmanager_storage",
+    "FileStateHandle": "ckptstore.handles",
+    "RelativeFileStateHandle": "ckptstore.handles",
+    "CheckpointConfig": "ckptstore.config",
+    "CheckpointingMode": "ckptstore.config",
+    "ExternalizedCheckpointRetention": "ckptstore.config",
+    "ExternalizedCheckpointCleanup": "ckptstore.config",
+    "load_checkpoint_storage": "ckptstore.loader",
+    "conformance_target": "ckptstore.conformance",
+    "ByteStreamStateHandle": "ckptstore.api",
+    "CheckpointedStateScope": "ckptstore.api",
+    "CheckpointStorageLocationReference": "ckptstore.api",
+    "JobID": "ckptstore.api",
+}
+
+__all__ = [
+    "ByteStreamStateHandle",
+    "CheckpointConfig",
+    "CheckpointStorageLocationReference",
+    "CheckpointedStateScope",
+    "CheckpointingMode",
+    "ExternalizedCheckpointCleanup",
+    "ExternalizedCheckpointRetention",
+    "FileStateHandle",
+    "FileSystemCheckpointStorage",
+    "JobID",
+    "JobManagerCheckpointStorage",
+    "RelativeFileStateHandle",
+    "__version__",
+    "conformance_target",
+    "load_checkpoint_storage",
+]
+
+if TYPE_CHECKING:  # the names __getattr__ provides, for type checkers
+    from ckptstore.api import (
+        ByteStreamStateHandle,
+        CheckpointedStateScope,
+        CheckpointStorageLocationReference,
+        JobID,
+    )
+    from ckptstore.config import (
+        CheckpointConfig,
+        CheckpointingMode,
+        ExternalizedCheckpointCleanup,
+        ExternalizedCheckpointRetention,
+    )
+    from ckptstore.conformance import conformance_target
+    from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+    from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.loader import load_checkpoint_storage
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ckptstore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,281 @@
+"""One job's view of file-system checkpoint storage: ``FsCheckpointStorageAccess`` (ACC1-ACC12).
+
+Coordinator side: base directories, ``chk-<n>`` locations, savepoint locations and pointer
+resolution. On object stores the coordinator sends no directory requests at all; on ``file``
+and ``memory`` it creates directories with ``makedirs``. Worker side: the location for a
+checkpoint id and reference, the task-owned stream and toolset, with no I/O whatsoever until
+a stream spills to its file (S1).
+
+Construction does no I/O (ACC1).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from ckptstore.api import (
+    CHECKPOINT_DIR_PREFIX,
+    CHECKPOINT_SHARED_STATE_DIR,
+    CHECKPOINT_TASK_OWNED_STATE_DIR,
+    SAVEPOINT_DIR_PREFIX,
+    CheckpointStateToolset,
+    CheckpointStorageLocationReference,
+    JobID,
+    decode_path_from_reference,
+    encode_path_as_reference,
+)
+from ckptstore.entropy import EntropyInjector
+from ckptstore.errors import (
+    CheckpointIOError,
+    InvalidArgumentError,
+    InvalidReferenceError,
+    MissingArgumentError,
+    UnsupportedSchemeError,
+)
+from ckptstore.filesystems import (
+    get_filesystem,
+    make_directories,
+    make_directory_exclusive,
+    register_filesystem,
+    traits_for,
+)
+from ckptstore.locations import FsCheckpointStorageLocation
+from ckptstore.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer
+from ckptstore.streams import FsCheckpointStateOutputStream
+from ckptstore.toolset import FsCheckpointStateToolset, NotDuplicatingCheckpointStateToolset
+
+__all__ = ["MAX_SAVEPOINT_DIR_ATTEMPTS", "FsCheckpointStorageAccess", "random_savepoint_suffix"]
+
+MAX_SAVEPOINT_DIR_ATTEMPTS = 10
+_SAVEPOINT_ALPHABET = "0123456789abcdef"
+
+
+def random_savepoint_suffix() -> str:
+    """12 random lowercase hex characters (L5; Flink's alphabet has a doubled '0', ours not)."""
+    return "".join(secrets.choice(_SAVEPOINT_ALPHABET) for _ in range(12))
+
+
+def _checkpoint_id(checkpoint_id: int) -> int:
+    if checkpoint_id is None:
+        raise MissingArgumentError("checkpoint id must not be None")
+    if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
+        raise InvalidArgumentError(f"checkpoint id must be an int, got {checkpoint_id!r}")
+    if checkpoint_id < 0:
+        raise InvalidArgumentError(f"Illegal negative checkpoint id: {checkpoint_id}.")
+    return checkpoint_id
+
+
+class FsCheckpointStorageAccess:
+    """Checkpoint storage access for one job on an fsspec file system."""
+
+    def __init__(
+        self,
+        checkpoint_base: StoragePath,
+        savepoint_base: StoragePath | None,
+        job_id: JobID,
+        *,
+        file_state_threshold: int,
+        write_buffer_size: int,
+        create_subdir: bool = True,
+        storage_options: Mapping[str, Any] | None = None,
+        entropy: EntropyInjector | None = None,
+        allowed_schemes: Collection[str] = (),
+    ) -> None:
+        if job_id is None:
+            raise MissingArgumentError("jobId")
+        if checkpoint_base is None:
+            raise MissingArgumentError("checkpoint directory is null")
+        if file_state_threshold < 0 or write_buffer_size < 0:
+            raise InvalidArgumentError("threshold and write buffer size must be >= 0")
+        self._job_id = job_id
+        self._savepoint_base = savepoint_base
+        self._threshold = file_state_threshold
+        self._buffer_size = write_buffer_size
+        self._storage_options = dict(storage_options or {})
+        self._entropy = entropy
+        self._checkpoints_dir = (
+            checkpoint_base.child(str(job_id)) if create_subdir else checkpoint_base
+        )
+        self._shared_dir = self._checkpoints_dir.child(CHECKPOINT_SHARED_STATE_DIR)
+        self._task_owned_dir = self._checkpoints_dir.child(CHECKPOINT_TASK_OWNED_STATE_DIR)
+        schemes = {checkpoint_base.scheme, *allowed_schemes}
+        if savepoint_base is not None:
+            schemes.add(savepoint_base.scheme)
+        self._allowed_schemes = normalise_schemes(schemes)
+        self._token = register_filesystem(checkpoint_base.scheme, self._storage_options)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def job_id(self) -> JobID:
+        return self._job_id
+
+    @property
+    def checkpoints_directory(self) -> str:
+        """``<base>/<job id>`` (or ``<base>`` without create_subdir, CFG3)."""
+        return self._checkpoints_dir.url
+
+    @property
+    def shared_state_directory(self) -> str:
+        return self._shared_dir.url
+
+    @property
+    def task_owned_state_directory(self) -> str:
+        return self._task_owned_dir.url
+
+    @property
+    def allowed_schemes(self) -> frozenset[str]:
+        return self._allowed_schemes
+
+    def get_default_savepoint_directory(self) -> str | None:
+        return None if self._savepoint_base is None else self._savepoint_base.url
+
+    def _token_for(self, path: StoragePath) -> str:
+        return register_filesystem(path.scheme, self._storage_options)
+
+    def _check_scheme(self, path: StoragePath, what: str) -> None:
+        if path.scheme not in self._allowed_schemes:
+            raise UnsupportedSchemeError(
+                f"Cannot access file system for {what} '{path.url}': the scheme "
+                f"'{path.scheme}' is not allowed for this storage (allowed: "
+                f"{', '.join(sorted(self._allowed_schemes))}). Add it to the storage's "
+                "allowed_schemes."
+            )
+
+    # ------------------------------------------------------------------ coordinator view
+
+    def supports_highly_available_storage(self) -> bool:
+        return True
+
+    def has_default_savepoint_location(self) -> bool:
+        return self._savepoint_base is not None
+
+    def resolve_checkpoint(self, external_pointer: str) -> FsCompletedCheckpointStorageLocation:
+        return resolve_checkpoint_pointer(
+            external_pointer,
+            allowed_schemes=self._allowed_schemes,
+            storage_options=self._storage_options,
+        )
+
+    def initialize_base_locations_for_checkpoint(self) -> None:
+        """Create ``shared/`` and ``taskowned/`` on directory file systems (ACC5)."""
+        fs = get_filesystem(self._checkpoints_dir.scheme, self._token)
+        for directory, what in (
+            (self._shared_dir, "shared state"),
+            (self._task_owned_dir, "task owned state"),
+        ):
+            try:
+                make_directories(fs, directory)
+            except OSError as exc:
+                raise CheckpointIOError(
+                    f"Failed to create directory for {what}: {directory.url}"
+                ) from exc
+
+    def initialize_location_for_checkpoint(self, checkpoint_id: int) -> FsCheckpointStorageLocation:
+        """``chk-<n>``, created on directory file systems; nothing sent to object stores (ACC6)."""
+        location = self._checkpoint_location(_checkpoint_id(checkpoint_id))
+        make_directories(
+            get_filesystem(self._checkpoints_dir.scheme, self._token),
+            parse_storage_path(location.checkpoint_directory),
+        )
+        return location
+
+    def initialize_location_for_savepoint(
+        self, checkpoint_id: int, external_location_pointer: str | None = None
+    ) -> FsCheckpointStorageLocation:
+        """``<base>/savepoint-<job[0:6]>-<12 hex>``: target pointer wins over the default (ACC7)."""
+        if external_location_pointer is not None:
+            base = parse_storage_path(external_location_pointer)
+            self._check_scheme(base, "savepoint path")
+        elif self._savepoint_base is not None:
+            base = self._savepoint_base
+        else:
+            raise InvalidArgumentError(
+                "No savepoint location given and no default location configured."
+            )
+        token = self._token_for(base)
+        fs = get_filesystem(base.scheme, token)
+        prefix = f"{SAVEPOINT_DIR_PREFIX}{str(self._job_id)[:6]}-"
+        last: BaseException | None = None
+        for _ in range(MAX_SAVEPOINT_DIR_ATTEMPTS):
+            directory = base.child(prefix + random_savepoint_suffix())
+            try:
+                if make_directory_exclusive(fs, directory):
+                    return self._savepoint_location(directory, token)
+            except Exception as exc:
+                last = exc
+        raise CheckpointIOError(f"Failed to create savepoint directory at {base.url}") from last
+
+    def _checkpoint_location(self, checkpoint_id: int) -> FsCheckpointStorageLocation:
+        return FsCheckpointStorageLocation(
+            self._checkpoints_dir.child(f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}"),
+            self._shared_dir,
+            self._task_owned_dir,
+            CheckpointStorageLocationReference.default(),
+            file_state_threshold=self._threshold,
+            write_buffer_size=self._buffer_size,
+            fs_token=self._token,
+            entropy=self._entropy,
+        )
+
+    def _savepoint_location(
+        self, directory: StoragePath, token: str
+    ) -> FsCheckpointStorageLocation:
+        return FsCheckpointStorageLocation(
+            directory,
+            directory,
+            directory,
+            encode_path_as_reference(directory.url),
+            file_state_threshold=self._threshold,
+            write_buffer_size=self._buffer_size,
+            fs_token=token,
+            entropy=self._entropy,
+        )
+
+    # ------------------------------------------------------------------ worker view
+
+    def resolve_checkpoint_storage_location(
+        self, checkpoint_id: int, reference: CheckpointStorageLocationReference
+    ) -> FsCheckpointStorageLocation:
+        """The location for a checkpoint (default reference) or savepoint; no I/O (ACC9)."""
+        if reference is None:
+            raise MissingArgumentError("reference must not be None")
+        if reference.is_default:
+            return self._checkpoint_location(_checkpoint_id(checkpoint_id))
+        try:
+            directory = parse_storage_path(decode_path_from_reference(reference))
+        except InvalidReferenceError:
+            raise
+        except ValueError as exc:
+            raise InvalidReferenceError("Reference cannot be decoded to a path") from exc
+        self._check_scheme(directory, "location reference")
+        return self._savepoint_location(directory, self._token_for(directory))
+
+    def create_task_owned_state_stream(self) -> FsCheckpointStateOutputStream:
+        """A stream into ``taskowned/``; absolute handles, inline threshold applies (ACC10)."""
+        return FsCheckpointStateOutputStream(
+            self._task_owned_dir,
+            buffer_size=max(self._buffer_size, self._threshold),
+            threshold=self._threshold,
+            fs_token=self._token,
+            allow_relative_paths=False,
+            entropy=self._entropy,
+        )
+
+    def create_task_owned_checkpoint_state_toolset(self) -> CheckpointStateToolset:
+        """Server-side duplication into ``taskowned/`` where the store can copy (ACC11)."""
+        if traits_for(self._task_owned_dir.scheme).server_side_copy:
+            return FsCheckpointStateToolset(
+                self._task_owned_dir, fs_token=self._token, entropy=self._entropy
+            )
+        return NotDuplicatingCheckpointStateToolset()
+
+    def __repr__(self) -> str:
+        return (
+            f"FsCheckpointStorageAccess(job={self._job_id}, "
+            f"checkpoints={self._checkpoints_dir.url!r})"
+        )

@@ -1,0 +1,142 @@
+"""The reference's conformance targets: what ``ckptconform --impl ckptstore[-jobmanager]`` runs.
+
+A target is a plain object (ARCHITECTURE.md section 4): ``name``, ``capabilities``,
+``schemes``, ``known_failures`` and ``make_storage(*, checkpoint_dir, savepoint_dir,
+options)``. Nothing here imports ``ckptconform``; capabilities are plain strings from the
+suite's documented list.
+
+- ``conformance_target`` ("ckptstore"): ``FileSystemCheckpointStorage``.
+- ``jobmanager_target`` ("ckptstore-jobmanager"): ``JobManagerCheckpointStorage`` with the
+  checkpoint directory set, so completed checkpoints are addressable.
+
+The suite's option keys are translated to constructor arguments; an option a storage does
+not support raises ``ConfigurationError`` naming the key and the supported keys, so a
+mistyped or inapplicable option never passes silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ckptstore._checks import describe
+from ckptstore.api import CheckpointStorage
+from ckptstore.errors import ConfigurationError, InvalidArgumentError
+
+__all__ = ["ReferenceTarget", "conformance_target", "jobmanager_target"]
+
+_SCHEMES = frozenset({"file", "memory", "s3"})
+
+#: suite option key -> FileSystemCheckpointStorage keyword
+_FS_OPTIONS = MappingProxyType(
+    {
+        "storage_options": "storage_options",
+        "inline_threshold": "file_state_size_threshold",
+        "write_buffer_size": "write_buffer_size",
+        "entropy_key": "entropy_key",
+        "entropy_length": "entropy_length",
+        "create_subdir": "create_subdir",
+    }
+)
+
+#: suite option key -> JobManagerCheckpointStorage keyword
+_JM_OPTIONS = MappingProxyType(
+    {
+        "storage_options": "storage_options",
+        "max_state_size": "max_state_size",
+    }
+)
+
+
+def _translate(
+    target: str, options: Mapping[str, Any] | None, supported: Mapping[str, str]
+) -> dict[str, Any]:
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise InvalidArgumentError(f"options must be a mapping, got {describe(options)}")
+    unknown = sorted(str(key) for key in options if key not in supported)
+    if unknown:
+        raise ConfigurationError(
+            f"target {target!r} does not support the option(s) {', '.join(map(repr, unknown))}; "
+            f"supported options: {', '.join(sorted(supported))}"
+        )
+    return {supported[key]: value for key, value in options.items() if value is not None}
+
+
+def _make_file_system_storage(
+    checkpoint_dir: str, savepoint_dir: str | None, kwargs: dict[str, Any]
+) -> CheckpointStorage:
+    from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+
+    threshold = kwargs.pop("file_state_size_threshold", None)
+    buffer_size = kwargs.pop("write_buffer_size", -1)
+    return FileSystemCheckpointStorage(
+        checkpoint_dir, threshold, buffer_size, savepoint_path=savepoint_dir, **kwargs
+    )
+
+
+def _make_jobmanager_storage(
+    checkpoint_dir: str | None, savepoint_dir: str | None, kwargs: dict[str, Any]
+) -> CheckpointStorage:
+    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+
+    max_state_size = kwargs.pop("max_state_size", None)
+    return JobManagerCheckpointStorage(
+        checkpoint_dir, max_state_size, savepoint_path=savepoint_dir, **kwargs
+    )
+
+
+@dataclass(frozen=True)
+class ReferenceTarget:
+    """A conformance target backed by one of the reference's storages."""
+
+    name: str
+    capabilities: frozenset[str]
+    schemes: frozenset[str]
+    supported_options: Mapping[str, str]
+    factory: Callable[[Any, str | None, dict[str, Any]], CheckpointStorage] = field(repr=False)
+    known_failures: Mapping[str, str] = field(default_factory=dict)
+
+    def make_storage(
+        self,
+        *,
+        checkpoint_dir: str | None,
+        savepoint_dir: str | None,
+        options: Mapping[str, Any] | None = None,
+    ) -> CheckpointStorage:
+        """A fresh storage on ``checkpoint_dir`` / ``savepoint_dir`` with the suite's options."""
+        kwargs = _translate(self.name, options, self.supported_options)
+        return self.factory(checkpoint_dir, savepoint_dir, kwargs)
+
+
+#: FileSystemCheckpointStorage: everything but the JobManager's memory limit.
+conformance_target = ReferenceTarget(
+    name="ckptstore",
+    capabilities=frozenset(
+        {
+            "file-layout",
+            "inline-state",
+            "savepoints",
+            "relocatable-savepoints",
+            "task-owned-state",
+            "fast-duplicate",
+            "entropy-injection",
+        }
+    ),
+    schemes=_SCHEMES,
+    supported_options=_FS_OPTIONS,
+    factory=_make_file_system_storage,
+)
+
+#: JobManagerCheckpointStorage: state inline (limited by max_state_size), metadata and
+#: savepoints on the file system. No inline threshold, no state files, no task-owned files.
+jobmanager_target = ReferenceTarget(
+    name="ckptstore-jobmanager",
+    capabilities=frozenset({"savepoints", "relocatable-savepoints", "memory-limit"}),
+    schemes=_SCHEMES,
+    supported_options=_JM_OPTIONS,
+    factory=_make_jobmanager_storage,
+)

@@ -1,0 +1,278 @@
+"""``FileSystemCheckpointStorage``: checkpoints on any fsspec file system (CS4, CFG2-CFG5).
+
+The storage is configuration only: paths, thresholds, fsspec ``storage_options``, entropy
+and the extra schemes pointers may use. It is immutable (hence thread-safe), compares by
+configuration, pickles to that configuration alone (no file system, lock or cache) and never
+shows secret-looking options in ``repr``. Each ``create_checkpoint_storage(job_id)`` returns a
+fresh ``FsCheckpointStorageAccess``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from ckptstore.access import FsCheckpointStorageAccess
+from ckptstore.api import JobID
+from ckptstore.entropy import EntropyInjector, validate_entropy_options
+from ckptstore.errors import ConfigurationError, InvalidArgumentError, MissingArgumentError
+from ckptstore.filesystems import register_filesystem, traits_for
+from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.locations import MAX_FILE_STATE_THRESHOLD
+from ckptstore.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer
+
+__all__ = [
+    "DEFAULT_FILE_STATE_THRESHOLD",
+    "DEFAULT_WRITE_BUFFER_SIZE",
+    "FileStateHandle",
+    "FileSystemCheckpointStorage",
+    "RelativeFileStateHandle",
+    "redact_options",
+]
+
+#: CFG4: execution.checkpointing.data-inline-threshold (20 KiB since FLINK-17865).
+DEFAULT_FILE_STATE_THRESHOLD = 20 * 1024
+#: CFG5: execution.checkpointing.write-buffer-size.
+DEFAULT_WRITE_BUFFER_SIZE = 4096
+
+_SECRET_MARKERS = ("key", "secret", "token", "password", "passwd", "session", "credential",
+                   "auth", "sas", "signature", "private")
+
+
+def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of fsspec options with secret-looking values replaced by ``'***'`` (recursive)."""
+    result: dict[str, Any] = {}
+    for name, value in options.items():
+        lowered = str(name).lower()
+        if isinstance(value, Mapping):
+            result[name] = redact_options(value)
+        elif any(marker in lowered for marker in _SECRET_MARKERS):
+            result[name] = "***"
+        else:
+            result[name] = value
+    return result
+
+
+def _path_text(value: Any, what: str) -> StoragePath:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise InvalidArgumentError(
+            f"{what} must be a string URL or path, got {type(value).__name__}"
+        )
+    return parse_storage_path(value)
+
+
+class FileSystemCheckpointStorage:
+    """Checkpoint storage on a file system (local, memory, S3 or any fsspec URL).
+
+    ``file_state_size_threshold``: state up to this size is kept inline (None or -1: 20480;
+    range [-1, 1048576]). ``write_buffer_size``: stream buffer (-1: 4096); streams use
+    ``max(buffer, threshold)``. ``create_subdir``: put ``shared/``, ``taskowned/`` and
+    ``chk-<n>`` under ``<path>/<job id>`` (CFG3). ``entropy_key``/``entropy_length``: entropy
+    injection (object stores and memory only). ``allowed_schemes``: schemes, besides those of
+    the configured paths, that ``resolve_checkpoint`` may open.
+    """
+
+    MAX_FILE_STATE_THRESHOLD = MAX_FILE_STATE_THRESHOLD
+
+    def __init__(
+        self,
+        checkpoint_path: str,
+        file_state_size_threshold: int | None = None,
+        write_buffer_size: int = -1,
+        *,
+        savepoint_path: str | None = None,
+        create_subdir: bool = True,
+        storage_options: Mapping[str, Any] | None = None,
+        entropy_key: str | None = None,
+        entropy_length: int = 4,
+        allowed_schemes: Collection[str] = (),
+    ) -> None:
+        if checkpoint_path is None:
+            raise MissingArgumentError(
+                "checkpoint directory is null (checkpoint_path must not be None)"
+            )
+        checkpoint = _path_text(checkpoint_path, "checkpoint_path")
+        savepoint = None if savepoint_path is None else _path_text(savepoint_path, "savepoint_path")
+
+        threshold = -1 if file_state_size_threshold is None else file_state_size_threshold
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int)
+            or not -1 <= threshold <= MAX_FILE_STATE_THRESHOLD
+        ):
+            raise InvalidArgumentError(
+                f"The threshold for file state size must be in [-1, {MAX_FILE_STATE_THRESHOLD}], "
+                "where '-1' means to use the value from the deployment's configuration."
+            )
+        if (
+            isinstance(write_buffer_size, bool)
+            or not isinstance(write_buffer_size, int)
+            or write_buffer_size < -1
+        ):
+            raise InvalidArgumentError(
+                "The write buffer size must be not less than '-1', where '-1' means to use the "
+                "value from the deployment's configuration."
+            )
+        if storage_options is not None and not isinstance(storage_options, Mapping):
+            raise InvalidArgumentError("storage_options must be a mapping")
+        if isinstance(allowed_schemes, str):
+            allowed_schemes = (allowed_schemes,)
+        validate_entropy_options(entropy_key, entropy_length)
+        if entropy_key is not None:
+            for path in (checkpoint, savepoint):
+                if path is not None and not traits_for(path.scheme).entropy_allowed:
+                    raise ConfigurationError(
+                        f"Entropy injection (entropy_key={entropy_key!r}) is not supported on "
+                        f"'{path.scheme}' paths such as {path.url}: it spreads objects over "
+                        "key prefixes of an object store (S3, GCS, Azure); on a file system "
+                        "with real directories it would only create a directory per file. "
+                        "Remove entropy_key or use an object store."
+                    )
+
+        self._checkpoint = checkpoint
+        self._savepoint = savepoint
+        self._threshold = threshold
+        self._buffer_size = write_buffer_size
+        self._create_subdir = bool(create_subdir)
+        self._storage_options: dict[str, Any] = dict(storage_options or {})
+        self._entropy_key = entropy_key
+        self._entropy_length = entropy_length
+        self._allowed_schemes = tuple(sorted(normalise_schemes(allowed_schemes)))
+        # Register the connection options in this process (also after unpickling), so handles
+        # unpickled here find the right file system by their token. No I/O.
+        for path in (checkpoint, savepoint):
+            if path is not None:
+                register_filesystem(path.scheme, self._storage_options)
+
+    # ------------------------------------------------------------------ PyFlink getters
+
+    def get_checkpoint_path(self) -> str:
+        return self._checkpoint.url
+
+    def get_savepoint_path(self) -> str | None:
+        return None if self._savepoint is None else self._savepoint.url
+
+    def get_min_file_size_threshold(self) -> int:
+        """The configured threshold, or the default 20480 (CS4)."""
+        return DEFAULT_FILE_STATE_THRESHOLD if self._threshold < 0 else self._threshold
+
+    def get_write_buffer_size(self) -> int:
+        """The configured buffer size, or the default 4096 (not max'ed with the threshold)."""
+        return DEFAULT_WRITE_BUFFER_SIZE if self._buffer_size < 0 else self._buffer_size
+
+    @property
+    def create_subdir(self) -> bool:
+        return self._create_subdir
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        """A copy of the fsspec options (they may hold credentials: do not log them)."""
+        return dict(self._storage_options)
+
+    @property
+    def entropy_key(self) -> str | None:
+        return self._entropy_key
+
+    @property
+    def entropy_length(self) -> int:
+        return self._entropy_length
+
+    @property
+    def allowed_schemes(self) -> tuple[str, ...]:
+        return self._allowed_schemes
+
+    # ------------------------------------------------------------------ contract
+
+    def _entropy(self) -> EntropyInjector | None:
+        if self._entropy_key is None:
+            return None
+        return EntropyInjector(self._entropy_key, self._entropy_length)
+
+    def _all_allowed_schemes(self) -> frozenset[str]:
+        schemes = {self._checkpoint.scheme, *self._allowed_schemes}
+        if self._savepoint is not None:
+            schemes.add(self._savepoint.scheme)
+        return normalise_schemes(schemes)
+
+    def create_checkpoint_storage(self, job_id: JobID) -> FsCheckpointStorageAccess:
+        """A fresh access object for one job (no I/O)."""
+        if job_id is None:
+            raise MissingArgumentError("jobId")
+        if isinstance(job_id, str):
+            job_id = JobID.from_hex(job_id)
+        if not isinstance(job_id, JobID):
+            raise InvalidArgumentError(f"job_id must be a JobID, got {type(job_id).__name__}")
+        return FsCheckpointStorageAccess(
+            self._checkpoint,
+            self._savepoint,
+            job_id,
+            file_state_threshold=self.get_min_file_size_threshold(),
+            write_buffer_size=max(self.get_write_buffer_size(), self.get_min_file_size_threshold()),
+            create_subdir=self._create_subdir,
+            storage_options=self._storage_options,
+            entropy=self._entropy(),
+            allowed_schemes=self._allowed_schemes,
+        )
+
+    def resolve_checkpoint(self, external_pointer: str) -> FsCompletedCheckpointStorageLocation:
+        """Find a completed checkpoint or savepoint by its pointer (PTR1-PTR10)."""
+        return resolve_checkpoint_pointer(
+            external_pointer,
+            allowed_schemes=self._all_allowed_schemes(),
+            storage_options=self._storage_options,
+        )
+
+    # ------------------------------------------------------------------ value semantics
+
+    def _config(self) -> dict[str, Any]:
+        return {
+            "checkpoint_path": self._checkpoint.url,
+            "file_state_size_threshold": self._threshold,
+            "write_buffer_size": self._buffer_size,
+            "savepoint_path": self.get_savepoint_path(),
+            "create_subdir": self._create_subdir,
+            "storage_options": dict(self._storage_options),
+            "entropy_key": self._entropy_key,
+            "entropy_length": self._entropy_length,
+            "allowed_schemes": self._allowed_schemes,
+        }
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (self._config(),))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FileSystemCheckpointStorage):
+            return NotImplemented
+        return self._config() == other._config()
+
+    def __hash__(self) -> int:
+        config = self._config()
+        config["storage_options"] = repr(sorted(config["storage_options"].items()))
+        return hash(tuple(sorted((k, repr(v)) for k, v in config.items())))
+
+    def __repr__(self) -> str:
+        parts = [
+            f"checkpoint_path={self._checkpoint.url!r}",
+            f"savepoint_path={self.get_savepoint_path()!r}",
+            f"file_state_size_threshold={self.get_min_file_size_threshold()}",
+            f"write_buffer_size={self.get_write_buffer_size()}",
+        ]
+        if not self._create_subdir:
+            parts.append("create_subdir=False")
+        if self._storage_options:
+            parts.append(f"storage_options={redact_options(self._storage_options)!r}")
+        if self._entropy_key is not None:
+            parts.append(f"entropy_key={self._entropy_key!r}")
+            parts.append(f"entropy_length={self._entropy_length}")
+        if self._allowed_schemes:
+            parts.append(f"allowed_schemes={self._allowed_schemes!r}")
+        return f"FileSystemCheckpointStorage({', '.join(parts)})"
+
+
+def _restore(config: dict[str, Any]) -> FileSystemCheckpointStorage:
+    return FileSystemCheckpointStorage(**config)

@@ -1,0 +1,103 @@
+"""File state handles: ``FileStateHandle`` and ``RelativeFileStateHandle`` (H1-H3, H6).
+
+A handle is a small picklable value: the file's canonical URL, its size and the token of the
+file system registry entry it was written with (``ckptstore.filesystems``). It never holds a
+file system instance or credentials; reading or discarding looks the file system up by token
+(falling back to the scheme's fsspec defaults in a process that does not know the token).
+
+Equality follows Flink: a ``FileStateHandle`` compares by path only; a relative handle also
+compares its relative path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from ckptstore.errors import InvalidArgumentError, MissingArgumentError
+from ckptstore.filesystems import delete_file, get_filesystem, open_for_read
+from ckptstore.paths import StoragePath, parse_storage_path
+
+__all__ = ["FileStateHandle", "RelativeFileStateHandle"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FileStateHandle:
+    """State in one file, addressed by an absolute URL (``file:///...``, ``s3://b/k``)."""
+
+    file_path: str
+    state_size: int
+    fs_token: str | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.file_path is None:
+            raise MissingArgumentError("file_path must not be None")
+        if not isinstance(self.state_size, int) or self.state_size < -1:
+            raise InvalidArgumentError(
+                f"state size must be an int >= -1 (-1: unknown), got {self.state_size!r}"
+            )
+        object.__setattr__(self, "file_path", parse_storage_path(self.file_path).url)
+
+    @property
+    def storage_path(self) -> StoragePath:
+        """The parsed location of the file."""
+        return parse_storage_path(self.file_path)
+
+    def _filesystem(self) -> Any:
+        return get_filesystem(self.storage_path.scheme, self.fs_token)
+
+    def open_input_stream(self) -> BinaryIO:
+        """Open the file for reading; on S3 one GET (the size is known: no HEAD)."""
+        return open_for_read(self._filesystem(), self.storage_path, self.state_size)
+
+    def as_bytes_if_in_memory(self) -> bytes | None:
+        return None
+
+    def discard_state(self) -> None:
+        """Delete the file (never its directory); a missing file is not an error (H2)."""
+        delete_file(self._filesystem(), self.storage_path)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, FileStateHandle)
+        return self.file_path == other.file_path
+
+    def __hash__(self) -> int:
+        return hash(self.file_path)
+
+    def __repr__(self) -> str:
+        return f"File State: {self.file_path} [{self.state_size} bytes]"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RelativeFileStateHandle(FileStateHandle):
+    """A file of a checkpoint directory, also remembered by its bare file name (H3, H6).
+
+    ``relative_path`` is one path segment; a completed location rebases the handle onto its
+    own directory (``resolve_handle``), which is what makes a moved savepoint restorable.
+    """
+
+    relative_path: str = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        FileStateHandle.__post_init__(self)
+        if self.relative_path is None:
+            raise MissingArgumentError("relative_path must not be None")
+        if not self.relative_path:
+            raise InvalidArgumentError("relative_path must be a non-empty file name")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, RelativeFileStateHandle)
+        return self.file_path == other.file_path and self.relative_path == other.relative_path
+
+    def __hash__(self) -> int:
+        return 17 * hash(self.file_path) + hash(self.relative_path)
+
+    def __repr__(self) -> str:
+        return (
+            f"RelativeFileStateHandle State: {self.file_path}, {self.relative_path} "
+            f"[{self.state_size} bytes]"
+        )

@@ -1,0 +1,188 @@
+"""Stream factories and in-progress checkpoint locations (S2, S3, S17, ACC12, MD1, MD7).
+
+``FsCheckpointStreamFactory`` turns a scope into a state stream in the right directory
+(EXCLUSIVE: the checkpoint's own directory, relative handles; SHARED: ``shared/``, absolute
+handles) and offers the duplication API. It never creates or checks a directory (S1).
+
+``FsCheckpointStorageLocation`` is the coordinator's in-progress checkpoint or savepoint:
+a factory plus the metadata stream, ``dispose_on_failure`` and the location reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ckptstore.api import (
+    METADATA_FILE_NAME,
+    CheckpointedStateScope,
+    CheckpointStorageLocationReference,
+    StreamStateHandle,
+)
+from ckptstore.entropy import EntropyInjector
+from ckptstore.errors import InvalidArgumentError, MissingArgumentError
+from ckptstore.filesystems import delete_tree, get_filesystem, traits_for
+from ckptstore.metadata import FsCheckpointMetadataOutputStream
+from ckptstore.paths import StoragePath
+from ckptstore.streams import FsCheckpointStateOutputStream
+from ckptstore.toolset import FsCheckpointStateToolset
+
+__all__ = ["MAX_FILE_STATE_THRESHOLD", "FsCheckpointStorageLocation", "FsCheckpointStreamFactory"]
+
+#: The largest inline threshold (1 MiB), as in Flink and PyFlink.
+MAX_FILE_STATE_THRESHOLD = 1024 * 1024
+
+
+def _scope(scope: CheckpointedStateScope) -> CheckpointedStateScope:
+    if scope is None:
+        raise MissingArgumentError("scope must not be None")
+    try:
+        return CheckpointedStateScope(scope)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"Unknown state scope: {scope!r}") from exc
+
+
+class FsCheckpointStreamFactory:
+    """Creates state streams for one location; assumes its directories exist (S1, S2)."""
+
+    def __init__(
+        self,
+        exclusive_dir: StoragePath,
+        shared_dir: StoragePath,
+        *,
+        file_state_threshold: int,
+        write_buffer_size: int,
+        fs_token: str | None = None,
+        entropy: EntropyInjector | None = None,
+    ) -> None:
+        if file_state_threshold < 0:
+            raise InvalidArgumentError("The threshold for file state size must be zero or larger.")
+        if write_buffer_size < 0:
+            raise InvalidArgumentError("The write buffer size must be zero or larger.")
+        if file_state_threshold > MAX_FILE_STATE_THRESHOLD:
+            raise InvalidArgumentError(
+                "The threshold for file state size cannot be larger than "
+                f"{MAX_FILE_STATE_THRESHOLD}"
+            )
+        self._exclusive_dir = exclusive_dir
+        self._shared_dir = shared_dir
+        self._threshold = file_state_threshold
+        self._buffer_size = max(write_buffer_size, file_state_threshold)
+        self._fs_token = fs_token
+        self._entropy = entropy
+        self._toolsets: dict[CheckpointedStateScope, FsCheckpointStateToolset] | None = None
+        if traits_for(exclusive_dir.scheme).server_side_copy:
+            self._toolsets = {
+                CheckpointedStateScope.EXCLUSIVE: FsCheckpointStateToolset(
+                    exclusive_dir, fs_token=fs_token, entropy=entropy
+                ),
+                CheckpointedStateScope.SHARED: FsCheckpointStateToolset(
+                    shared_dir, fs_token=fs_token, entropy=entropy
+                ),
+            }
+
+    @property
+    def checkpoint_directory(self) -> str:
+        """The EXCLUSIVE scope's directory (``chk-<n>`` or the savepoint directory)."""
+        return self._exclusive_dir.url
+
+    @property
+    def shared_state_directory(self) -> str:
+        return self._shared_dir.url
+
+    @property
+    def file_state_threshold(self) -> int:
+        return self._threshold
+
+    @property
+    def write_buffer_size(self) -> int:
+        return self._buffer_size
+
+    def create_checkpoint_state_output_stream(
+        self, scope: CheckpointedStateScope
+    ) -> FsCheckpointStateOutputStream:
+        """A stream into the scope's directory; EXCLUSIVE handles are relative (S3)."""
+        scope = _scope(scope)
+        exclusive = scope is CheckpointedStateScope.EXCLUSIVE
+        return FsCheckpointStateOutputStream(
+            self._exclusive_dir if exclusive else self._shared_dir,
+            buffer_size=self._buffer_size,
+            threshold=self._threshold,
+            fs_token=self._fs_token,
+            allow_relative_paths=exclusive,
+            entropy=self._entropy,
+        )
+
+    def can_fast_duplicate(self, handle: StreamStateHandle, scope: CheckpointedStateScope) -> bool:
+        scope = _scope(scope)
+        if self._toolsets is None:
+            return False
+        return self._toolsets[scope].can_fast_duplicate(handle)
+
+    def duplicate(
+        self, handles: Sequence[StreamStateHandle], scope: CheckpointedStateScope
+    ) -> list[StreamStateHandle]:
+        scope = _scope(scope)
+        if self._toolsets is None:
+            raise InvalidArgumentError("The underlying FS does not support duplication.")
+        return self._toolsets[scope].duplicate(handles)
+
+
+class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
+    """An in-progress checkpoint or savepoint (ACC6-ACC8, ACC12)."""
+
+    def __init__(
+        self,
+        exclusive_dir: StoragePath,
+        shared_dir: StoragePath,
+        task_owned_dir: StoragePath,
+        reference: CheckpointStorageLocationReference,
+        *,
+        file_state_threshold: int,
+        write_buffer_size: int,
+        fs_token: str | None = None,
+        entropy: EntropyInjector | None = None,
+    ) -> None:
+        super().__init__(
+            exclusive_dir,
+            shared_dir,
+            file_state_threshold=file_state_threshold,
+            write_buffer_size=write_buffer_size,
+            fs_token=fs_token,
+            entropy=entropy,
+        )
+        if reference is None:
+            raise MissingArgumentError("location reference must not be None")
+        self._task_owned_dir = task_owned_dir
+        self._reference = reference
+        metadata_dir = entropy.remove(exclusive_dir) if entropy is not None else exclusive_dir
+        self._metadata_file = metadata_dir.child(METADATA_FILE_NAME)
+
+    @property
+    def task_owned_state_directory(self) -> str:
+        return self._task_owned_dir.url
+
+    @property
+    def metadata_file_path(self) -> str:
+        """Where ``_metadata`` goes: the exclusive dir with the entropy key removed (MD1)."""
+        return self._metadata_file.url
+
+    @property
+    def location_reference(self) -> CheckpointStorageLocationReference:
+        return self._reference
+
+    def create_metadata_output_stream(self) -> FsCheckpointMetadataOutputStream:
+        """The ``_metadata`` stream; fails if this location was finalized already (T-BASE4)."""
+        return FsCheckpointMetadataOutputStream(
+            self._metadata_file, self._exclusive_dir, fs_token=self._fs_token
+        )
+
+    def dispose_on_failure(self) -> None:
+        """Recursively delete the exclusive directory; missing is fine (MD7)."""
+        targets = [self._exclusive_dir]
+        if self._metadata_file.parent != self._exclusive_dir:
+            targets.append(self._metadata_file.parent)
+        for target in targets:
+            delete_tree(get_filesystem(target.scheme, self._fs_token), target)
+
+    def __repr__(self) -> str:
+        return f"FsCheckpointStorageLocation({self._exclusive_dir.url!r}, {self._reference!r})"

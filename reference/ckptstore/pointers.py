@@ -1,0 +1,186 @@
+"""Resolving external checkpoint/savepoint pointers (PTR1-PTR10).
+
+A pointer is the URL of a checkpoint directory (``file:///...``, ``s3://b/k``,
+``memory:///...``), that directory plus ``/``, or the metadata file itself (any file name,
+PTR7). Resolution never lists a directory's contents. The common case costs one metadata request
+(``<dir>/_metadata`` is tried first: one HEAD on S3); a pointer whose last segment is
+``_metadata`` is tried as a file first. Only the failure paths and the "metadata file with
+another name" form cost more (on S3, s3fs follows a missing key with one listing to tell a
+directory prefix from nothing).
+
+Security: a pointer may come from a user or a REST call, so only the schemes the caller
+allows are opened (``allowed_schemes``); anything else raises ``UnsupportedSchemeError``
+without touching any file system.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from ckptstore.api import METADATA_FILE_NAME, NON_ADDRESSABLE_POINTER
+from ckptstore.errors import (
+    CheckpointIOError,
+    CheckpointNotFoundError,
+    InvalidArgumentError,
+    InvalidPointerError,
+    MissingArgumentError,
+    UnsupportedSchemeError,
+)
+from ckptstore.filesystems import (
+    DIRECTORY_SCHEMES,
+    S3_SCHEMES,
+    get_filesystem,
+    register_filesystem,
+)
+from ckptstore.handles import FileStateHandle
+from ckptstore.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.paths import LOCAL_SCHEMES, StoragePath, canonical_scheme, parse_storage_path
+
+__all__ = ["normalise_schemes", "resolve_checkpoint_pointer"]
+
+# Spellings that open the same file system; allowing one allows its siblings.
+_ALIASES: tuple[frozenset[str], ...] = (
+    frozenset(LOCAL_SCHEMES),
+    S3_SCHEMES,
+    frozenset({"gs", "gcs"}),
+    frozenset({"abfs", "az"}),
+)
+
+
+def normalise_schemes(schemes: Collection[str]) -> frozenset[str]:
+    """Canonical, alias-expanded scheme names (``file``/``local``, ``s3``/``s3a``/``s3n``...)."""
+    result: set[str] = set()
+    for scheme in schemes:
+        name = canonical_scheme(str(scheme).rstrip(":/"))
+        result.add(name)
+        for group in _ALIASES:
+            if name in group:
+                result |= {canonical_scheme(alias) for alias in group}
+    return frozenset(result)
+
+
+def resolve_checkpoint_pointer(
+    pointer: str,
+    *,
+    allowed_schemes: Collection[str],
+    storage_options: Mapping[str, Any] | None = None,
+    options_schemes: Collection[str] | None = None,
+) -> FsCompletedCheckpointStorageLocation:
+    """Find the checkpoint or savepoint that ``pointer`` names.
+
+    ``allowed_schemes``: the schemes that may be opened (the storage's own checkpoint and
+    savepoint schemes plus what the user allowed); ``file`` and ``local`` are the same.
+    ``storage_options``: fsspec options for the pointer's file system; they are used for the
+    schemes in ``options_schemes`` (default: every scheme except ``file`` and ``memory``,
+    which take none).
+
+    Raises ``MissingArgumentError`` (TypeError) for ``None``, ``InvalidArgumentError``
+    (ValueError) "empty checkpoint pointer", ``InvalidPointerError`` for an unparsable
+    pointer, ``UnsupportedSchemeError`` for a scheme that is not allowed,
+    ``CheckpointNotFoundError`` (FileNotFoundError) when nothing is there (PTR5), when a
+    directory has no ``_metadata`` (PTR6), or for the JobManager's non-addressable pointer
+    (PTR10), and ``CheckpointIOError`` when the file system cannot be reached (PTR4).
+    """
+    if pointer is None:
+        raise MissingArgumentError("checkpoint pointer (checkpointPointer) must not be None")
+    if not isinstance(pointer, str):
+        raise InvalidArgumentError(
+            f"checkpoint pointer must be a string, got {type(pointer).__name__}"
+        )
+    if not pointer.strip():
+        raise InvalidArgumentError("empty checkpoint pointer")
+    if pointer == NON_ADDRESSABLE_POINTER:
+        raise CheckpointNotFoundError(
+            f"Cannot resolve the pointer {pointer!r}: that checkpoint was kept in the "
+            "JobManager's memory only and was never written to a file system."
+        )
+    try:
+        location = parse_storage_path(pointer)
+    except (InvalidArgumentError, ValueError) as exc:
+        raise InvalidPointerError(
+            f"Checkpoint/savepoint path '{pointer}' is not a valid file URI. Either the pointer "
+            "path is invalid, or the checkpoint was created by a different state backend."
+        ) from exc
+
+    allowed = normalise_schemes(allowed_schemes)
+    if location.scheme not in allowed:
+        raise UnsupportedSchemeError(
+            f"Cannot access file system for checkpoint/savepoint path '{pointer}': the scheme "
+            f"'{location.scheme}' is not allowed for this storage (allowed: "
+            f"{', '.join(sorted(allowed)) or 'none'}). Add it to the storage's "
+            f"allowed_schemes to resolve pointers on it."
+        )
+
+    use_options = (
+        location.scheme not in DIRECTORY_SCHEMES
+        if options_schemes is None
+        else location.scheme in normalise_schemes(options_schemes)
+    )
+    try:
+        token = register_filesystem(location.scheme, storage_options if use_options else None)
+        fs = get_filesystem(location.scheme, token)
+    except Exception as exc:
+        raise CheckpointIOError(
+            f"Cannot access file system for checkpoint/savepoint path '{pointer}'."
+        ) from exc
+
+    metadata_path, size = _find_metadata(fs, location, pointer)
+    directory = metadata_path.parent
+    handle = FileStateHandle(metadata_path.url, size, fs_token=token)
+    return FsCompletedCheckpointStorageLocation(
+        directory.url, handle, directory.url, fs_token=token
+    )
+
+
+def _info(fs: Any, path: StoragePath, pointer: str) -> dict[str, Any] | None:
+    try:
+        info = fs.info(path.path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except PermissionError as exc:
+        raise CheckpointIOError(
+            f"Cannot read checkpoint/savepoint path '{pointer}': {exc}"
+        ) from exc
+    except OSError as exc:
+        raise CheckpointIOError(
+            f"Cannot access file system for checkpoint/savepoint path '{pointer}'."
+        ) from exc
+    return info if isinstance(info, dict) else None
+
+
+def _is_file(info: dict[str, Any] | None) -> bool:
+    return info is not None and info.get("type") == "file"
+
+
+def _find_metadata(fs: Any, location: StoragePath, pointer: str) -> tuple[StoragePath, int]:
+    """The metadata file and its size, in as few requests as possible (PTR5-PTR8)."""
+    if location.name == METADATA_FILE_NAME:
+        info = _info(fs, location, pointer)
+        if _is_file(info):
+            assert info is not None
+            return location, int(info.get("size") or 0)
+        candidate = location.child(METADATA_FILE_NAME)
+        candidate_info = _info(fs, candidate, pointer) if info is not None else None
+    else:
+        candidate = location.child(METADATA_FILE_NAME)
+        candidate_info = _info(fs, candidate, pointer)
+        if _is_file(candidate_info):
+            assert candidate_info is not None
+            return candidate, int(candidate_info.get("size") or 0)
+        info = _info(fs, location, pointer)
+    if _is_file(candidate_info):
+        assert candidate_info is not None
+        return candidate, int(candidate_info.get("size") or 0)
+    if info is None:
+        raise CheckpointNotFoundError(
+            f"Cannot find checkpoint or savepoint file/directory '{pointer}' on file system "
+            f"'{location.scheme}'."
+        )
+    if _is_file(info):
+        return location, int(info.get("size") or 0)
+    raise CheckpointNotFoundError(
+        f"Cannot find meta data file '{METADATA_FILE_NAME}' in directory '{location.url}'. "
+        "Please try to load the checkpoint/savepoint directly from the metadata file instead "
+        "of the directory."
+    )

@@ -1,0 +1,302 @@
+"""The state output stream: small state inline, larger state in one file (S4-S16).
+
+``FsCheckpointStateOutputStream`` buffers up to ``buffer_size`` bytes. State whose total
+size is at most ``threshold`` comes back inline (a ``ByteStreamStateHandle``), whatever the
+write chunking (our inline rule; Flink spills one write of exactly ``capacity`` bytes,
+T-FSF1). Larger state goes to one file ``<dir>/<uuid4>``, created lazily and exclusively
+with up to 10 fresh names (S11).
+
+The worker path does no directory work at all (S1): no mkdir, no exists/info/ls. On S3 the
+file is an s3fs buffered writer, so a file-backed stream costs exactly one PUT (or the
+multipart set) and a discarded stream uploads nothing.
+
+Concurrency (S16): I/O operations (write, flush, close_and_get_handle) hold an I/O lock;
+``close()`` never waits for a slow one. If an operation is in progress, ``close()`` marks
+the stream closed and leaves a discard request that the operation carries out when it ends
+(a ``close_and_get_handle`` in progress wins: ``close()`` after it does nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import uuid
+from typing import IO, Any
+
+from ckptstore.api import ByteStreamStateHandle, StreamStateHandle
+from ckptstore.entropy import EntropyInjector
+from ckptstore.errors import CheckpointIOError, InvalidArgumentError, StreamClosedError
+from ckptstore.filesystems import (
+    delete_file,
+    discard_writer,
+    get_filesystem,
+    open_exclusive_write,
+    sync_and_close,
+    traits_for,
+)
+from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.paths import StoragePath
+
+__all__ = ["MAX_FILE_CREATION_ATTEMPTS", "FsCheckpointStateOutputStream"]
+
+MAX_FILE_CREATION_ATTEMPTS = 10
+_CLOSED_MESSAGE = "Stream has already been closed and discarded."
+
+
+class FsCheckpointStateOutputStream:
+    """A binary, write-only stream for one piece of state (the ``CheckpointStateOutputStream``).
+
+    ``base_dir`` must exist already (S1). ``allow_relative_paths`` gives
+    ``RelativeFileStateHandle`` results (EXCLUSIVE scope) unless entropy is active for the
+    directory (E6); otherwise handles are absolute.
+    """
+
+    def __init__(
+        self,
+        base_dir: StoragePath,
+        *,
+        buffer_size: int,
+        threshold: int,
+        fs_token: str | None = None,
+        allow_relative_paths: bool = False,
+        entropy: EntropyInjector | None = None,
+    ) -> None:
+        if threshold < 0:
+            raise InvalidArgumentError("The threshold for file state size must be zero or larger.")
+        if buffer_size < 0:
+            raise InvalidArgumentError("The write buffer size must be zero or larger.")
+        if buffer_size < threshold:
+            raise InvalidArgumentError(
+                f"The write buffer size ({buffer_size}) must not be smaller than the inline "
+                f"threshold ({threshold})."
+            )
+        self._base_dir = base_dir
+        self._capacity = buffer_size
+        self._threshold = threshold
+        self._fs_token = fs_token
+        self._entropy = entropy if entropy is not None and entropy.is_active(base_dir) else None
+        self._relative = allow_relative_paths and self._entropy is None
+        self._object_store = traits_for(base_dir.scheme).object_store
+        self._fs: Any = None
+
+        self._buffer = bytearray()
+        self._writer: IO[bytes] | None = None
+        self._file: StoragePath | None = None
+        self._file_pos = 0
+        self._file_may_exist = False
+
+        self._io_lock = threading.Lock()
+        self._flag_lock = threading.Lock()
+        self._closed = False
+        self._busy = False
+        self._finishing = False
+        self._discard_pending = False
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def base_dir(self) -> str:
+        return self._base_dir.url
+
+    @property
+    def file_path(self) -> str | None:
+        """The URL of the stream's file once created (with entropy resolved), else ``None``."""
+        return None if self._file is None else self._file.url
+
+    def writable(self) -> bool:
+        return not self._closed
+
+    def readable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        """Every byte written so far, buffered or in the file (S10)."""
+        return self._file_pos + len(self._buffer)
+
+    # ------------------------------------------------------------------ writing
+
+    def write(self, data: bytes | bytearray | memoryview, /) -> int:
+        view = memoryview(data).cast("B")
+        size = len(view)
+        if size == 0:
+            return 0
+        with self._io_lock:
+            self._begin_io()
+            try:
+                remaining = self._capacity - len(self._buffer)
+                if size <= remaining:
+                    self._buffer += view
+                elif size >= self._capacity:
+                    self._spill()
+                    assert self._writer is not None
+                    self._writer.write(view)
+                    self._file_pos += size
+                else:
+                    self._buffer += view[:remaining]
+                    self._spill()
+                    self._buffer += view[remaining:]
+            finally:
+                self._end_io()
+        return size
+
+    def flush(self) -> None:
+        """Spill to the file only if one exists or more than the threshold is buffered (S9)."""
+        with self._io_lock:
+            self._begin_io()
+            try:
+                if self._writer is not None or len(self._buffer) > self._threshold:
+                    self._spill()
+                    assert self._writer is not None
+                    self._writer.flush()
+            finally:
+                self._end_io()
+
+    def flush_to_file(self) -> None:
+        """Write the buffered bytes to the file, creating it if needed (S8)."""
+        with self._io_lock:
+            self._begin_io()
+            try:
+                self._spill()
+            finally:
+                self._end_io()
+
+    def _spill(self) -> None:
+        if self._writer is None:
+            self._create_file()
+        assert self._writer is not None
+        if self._buffer:
+            self._writer.write(self._buffer)
+            self._file_pos += len(self._buffer)
+            self._buffer.clear()
+
+    def _create_file(self) -> None:
+        if self._fs is None:
+            self._fs = get_filesystem(self._base_dir.scheme, self._fs_token)
+        last: BaseException | None = None
+        for _ in range(MAX_FILE_CREATION_ATTEMPTS):
+            target = self._base_dir.child(str(uuid.uuid4()))
+            if self._entropy is not None:
+                target = self._entropy.inject(target)
+            try:
+                writer = open_exclusive_write(self._fs, target)
+            except Exception as exc:
+                last = exc
+                continue
+            self._writer = writer
+            self._file = target
+            self._file_may_exist = not self._object_store
+            return
+        raise CheckpointIOError("Could not open output stream for state backend") from last
+
+    # ------------------------------------------------------------------ finishing
+
+    def close_and_get_handle(self) -> StreamStateHandle | None:
+        """End the stream: ``None`` if nothing was written, inline state, or a file handle."""
+        with self._io_lock:
+            with self._flag_lock:
+                if self._closed:
+                    raise StreamClosedError(_CLOSED_MESSAGE)
+                if self._writer is None and not self._buffer:
+                    self._closed = True
+                    return None
+                self._busy = True
+                self._finishing = True
+            try:
+                return self._finish()
+            finally:
+                with self._flag_lock:
+                    self._closed = True
+                    self._busy = False
+                    self._finishing = False
+                    self._discard_pending = False
+
+    def _finish(self) -> StreamStateHandle:
+        if self._writer is None and len(self._buffer) <= self._threshold:
+            data = bytes(self._buffer)
+            self._buffer.clear()
+            return ByteStreamStateHandle(f"{self._base_dir.url}/{uuid.uuid4()}", data)
+        try:
+            self._spill()
+            assert self._writer is not None
+            assert self._file is not None
+            size = self._file_pos
+            self._file_may_exist = True
+            sync_and_close(self._writer, self._file)
+        except Exception as exc:
+            target = self._file.url if self._file is not None else self._base_dir.url
+            if isinstance(exc, FileExistsError):
+                # the exclusive commit found another writer's object: never delete that one
+                self._file_may_exist = False
+            self._discard_file()
+            raise CheckpointIOError(
+                f"Could not flush to file and close the file system output stream to {target} "
+                "in order to obtain the stream state handle"
+            ) from exc
+        self._writer = None
+        if self._relative:
+            return RelativeFileStateHandle(
+                self._file.url, size, relative_path=self._file.name, fs_token=self._fs_token
+            )
+        return FileStateHandle(self._file.url, size, fs_token=self._fs_token)
+
+    def close(self) -> None:
+        """Discard the stream: delete its own file, if any, and nothing else (S13).
+
+        Idempotent, never raises, never waits for a slow operation in another thread.
+        """
+        with self._flag_lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._busy:
+                if not self._finishing:
+                    self._discard_pending = True
+                return
+        with self._io_lock:
+            self._discard_file()
+
+    def _discard_file(self) -> None:
+        """Drop the writer without committing and remove the file if it may exist."""
+        self._buffer.clear()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            discard_writer(writer)
+        if self._file is not None and self._file_may_exist:
+            with contextlib.suppress(Exception):
+                delete_file(self._fs, self._file)
+
+    def _begin_io(self) -> None:
+        with self._flag_lock:
+            if self._closed:
+                raise StreamClosedError("closed")
+            self._busy = True
+
+    def _end_io(self) -> None:
+        with self._flag_lock:
+            self._busy = False
+            pending, self._discard_pending = self._discard_pending, False
+        if pending:
+            self._discard_file()
+
+    def __enter__(self) -> FsCheckpointStateOutputStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # A stream dropped without close: free the writer (no upload), keep the contract quiet.
+        writer = getattr(self, "_writer", None)
+        if writer is not None and not getattr(self, "_closed", True):
+            with contextlib.suppress(Exception):
+                self.close()
+
+    def __repr__(self) -> str:
+        return f"FsCheckpointStateOutputStream({self._base_dir.url!r}, pos={self.tell()})"

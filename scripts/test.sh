@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Sets up, then runs the project's own tests (unit tests of both packages and the meta-tests
+# that run the suite against the reference and the broken implementations).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,85 @@
+"""Runs the installed conformance suite in a subprocess, as a user would, and reads its report.
+
+The suite runs from an empty directory with ``--impl`` and ``--conformance-report``; broken
+implementations are found through ``fixtures/broken`` on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+BROKEN_DIR = REPO / "fixtures" / "broken"
+FAILING = {"FAIL", "WARN"}
+
+
+@dataclass
+class SuiteRun:
+    """The outcome of one suite run: exit code, output and the parsed conformance.json."""
+
+    command: list[str]
+    returncode: int
+    output: str
+    report: dict[str, Any]
+
+    def clause_status(self) -> dict[str, str]:
+        return {cid: entry["status"] for cid, entry in self.report["clauses"].items()}
+
+    def failing_clauses(self) -> set[str]:
+        return {cid for cid, status in self.clause_status().items() if status in FAILING}
+
+    def describe(self, clause_ids: set[str] | None = None) -> str:
+        """The failing tests' messages (of the given clauses), for assertion messages."""
+        lines = [" ".join(self.command), f"exit code {self.returncode}"]
+        for test in self.report.get("tests", []):
+            if test["status"] in FAILING and (
+                clause_ids is None or clause_ids & set(test["clauses"])
+            ):
+                lines.append(f"{test['status']} {test['nodeid']}: {test.get('message', '')[:600]}")
+        return "\n".join(lines)
+
+
+def run_suite(impl: str, backends: str, workdir: Path, *extra: str, timeout: int = 900) -> SuiteRun:
+    """Run ``pytest --impl=<impl>`` in ``workdir`` and return its report."""
+    report_dir = workdir / "report"
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--impl={impl}",
+        f"--backend={backends}",
+        f"--conformance-report={report_dir}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *extra,
+    ]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(BROKEN_DIR), env.get("PYTHONPATH", "")) if p
+    )
+    env.setdefault("HYPOTHESIS_PROFILE", "ci")
+    env.pop("PYTEST_ADDOPTS", None)
+    completed = subprocess.run(
+        command,
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    output = completed.stdout + completed.stderr
+    report_file = report_dir / "conformance.json"
+    if not report_file.exists():
+        raise AssertionError(
+            f"no conformance.json written by {' '.join(command)}\n{output[-4000:]}"
+        )
+    report = json.loads(report_file.read_text(encoding="utf-8"))
+    return SuiteRun(command, completed.returncode, output, report)

@@ -1,0 +1,40 @@
+"""Meta-test: every broken implementation fails the clause it breaks, and only that.
+
+Each module of ``fixtures/broken/ckptbroken`` is the reference with one defect. The suite runs
+against it like against a third-party package (``--impl=ckptbroken.<module>``); from its
+``conformance.json`` this test checks that every clause of ``breaks`` FAILs (or WARNs, for a
+SHOULD clause) and that no clause outside ``breaks`` and ``may_also_break`` fails.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+from tests.meta.suite_runner import BROKEN_DIR, run_suite
+
+sys.path.insert(0, str(BROKEN_DIR))
+ckptbroken = importlib.import_module("ckptbroken")
+
+
+@pytest.mark.parametrize("module", ckptbroken.MODULES)
+def test_broken_implementation_fails_its_clause(module, tmp_path):
+    target = importlib.import_module(f"ckptbroken.{module}").conformance_target
+    run = run_suite(f"ckptbroken.{module}", ",".join(target.backends), tmp_path)
+    failing = run.failing_clauses()
+    missed = set(target.breaks) - failing
+    assert not missed, f"{module} should fail {sorted(missed)}\n" + run.describe()
+    collateral = failing - set(target.breaks) - set(target.may_also_break)
+    assert not collateral, (
+        f"{module} fails clauses it does not touch: {sorted(collateral)}\n"
+        + run.describe(collateral)
+    )
+    assert run.returncode == 1, f"a failing clause must fail the run\n{run.describe()}"
+    for test in run.report["tests"]:
+        if test["status"] == "FAIL" and set(test["clauses"]) & set(target.breaks):
+            assert any(cid in test["message"] for cid in target.breaks), (
+                f"the failure message of {test['nodeid']} does not name its clause:\n"
+                + test["message"]
+            )

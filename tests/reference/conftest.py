@@ -1,0 +1,76 @@
+"""Shared fixtures for the reference's unit tests.
+
+``fsroot`` runs a test on the local file system (under ``tmp_path``) and on ``memory://``
+(a unique random root per test, removed afterwards). It gives the test a base URL and raw
+access that bypasses ``ckptstore`` (plain fsspec), so assertions never trust the code under
+test. ``spy_fs`` records every method a file system is asked for, to check that the worker
+path sends no directory requests. The helper classes live in ``_fsroot.py`` so test modules
+can import them (``from tests.reference._fsroot import FsRoot``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pytest
+
+from ckptstore import filesystems
+from ckptstore.paths import parse_storage_path
+from tests.reference._fsroot import FsRoot, SpyFileSystem
+
+
+@pytest.fixture(params=["local", "memory"])
+def fsroot(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FsRoot]:
+    """A fresh, empty root on the local file system or on memory://."""
+    if request.param == "local":
+        root = tmp_path / "root"
+        root.mkdir()
+        yield FsRoot("local", parse_storage_path(str(root)).url, fsspec.filesystem("file"))
+        return
+    raw = fsspec.filesystem("memory")
+    path = f"/ckpt-test-{uuid.uuid4().hex}"
+    raw.makedirs(path, exist_ok=True)
+    try:
+        yield FsRoot("memory", f"memory://{path}", raw)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            raw.rm(path, recursive=True)
+
+
+@pytest.fixture
+def memroot() -> Iterator[FsRoot]:
+    """A fresh memory:// root only (entropy tests and other object-store-like cases)."""
+    raw = fsspec.filesystem("memory")
+    path = f"/ckpt-test-{uuid.uuid4().hex}"
+    raw.makedirs(path, exist_ok=True)
+    try:
+        yield FsRoot("memory", f"memory://{path}", raw)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            raw.rm(path, recursive=True)
+
+
+@pytest.fixture
+def spy_fs(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``install(scheme)`` makes every registry lookup of ``scheme`` return a spy."""
+
+    def install(scheme: str) -> SpyFileSystem:
+        real = filesystems.get_filesystem
+        spy = SpyFileSystem(real(scheme))
+
+        def fake(requested: str, token: str | None = None) -> Any:
+            return spy if requested == scheme else real(requested, token)
+
+        for module in ("filesystems", "handles", "metadata", "streams", "locations",
+                       "access", "pointers", "toolset"):
+            mod = __import__(f"ckptstore.{module}", fromlist=["get_filesystem"])
+            if hasattr(mod, "get_filesystem"):
+                monkeypatch.setattr(mod, "get_filesystem", fake)
+        return spy
+
+    return install

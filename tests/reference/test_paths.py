@@ -1,0 +1,73 @@
+"""Unit tests of ckptstore.paths (Flink's Path rules, spec section 0)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ckptstore.errors import InvalidArgumentError, MissingArgumentError
+from ckptstore.paths import StoragePath, is_local_url, parse_storage_path, scheme_of
+
+
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [
+        ("/x/y", "file:///x/y"),
+        ("/x/y/", "file:///x/y"),
+        ("/x//y///z", "file:///x/y/z"),
+        ("file:/x/y", "file:///x/y"),
+        ("file:///x/y", "file:///x/y"),
+        ("file://localhost/x/y", "file:///x/y"),
+        ("local:///x/y", "file:///x/y"),
+        ("FILE:///x", "file:///x"),
+        ("memory://a/b", "memory:///a/b"),
+        ("memory:///a/b/", "memory:///a/b"),
+        ("s3://bucket/key/", "s3://bucket/key"),
+        ("s3://bucket//a///b", "s3://bucket/a/b"),
+        ("s3a://bucket/k", "s3a://bucket/k"),
+        ("/a\\b\\c", "file:///a/b/c"),
+    ],
+)
+def test_normalisation(text: str, url: str) -> None:
+    """Spec section 0: backslash -> '/', '//' collapsed, trailing '/' dropped; local forms agree."""
+    assert parse_storage_path(text).url == url
+
+
+def test_relative_local_paths_are_made_absolute() -> None:
+    """PTR10: a relative string resolves against the local file system (the working dir)."""
+    assert parse_storage_path("a/b").url == "file://" + os.path.abspath("a/b")
+
+
+def test_scheme_detection() -> None:
+    assert scheme_of("/x") == "file"
+    assert scheme_of("file:/x") == "file"
+    assert scheme_of("s3://b/k") == "s3"
+    assert is_local_url("local:///x")
+    assert not is_local_url("memory:///x")
+
+
+def test_join_parent_name() -> None:
+    base = parse_storage_path("s3://bucket/ckpt")
+    child = base.child("job/chk-1")
+    assert child.url == "s3://bucket/ckpt/job/chk-1"
+    assert child.name == "chk-1"
+    assert child.parent.url == "s3://bucket/ckpt/job"
+    assert base.is_parent_of(base.child("x"))
+    assert not base.is_parent_of(child)
+    local = parse_storage_path("/a")
+    assert local.parent == StoragePath("file", "/")
+    assert local.child("b/").url == "file:///a/b"
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "s3://", "s3:bucket"])
+def test_invalid(bad: str) -> None:
+    with pytest.raises(InvalidArgumentError):
+        parse_storage_path(bad)
+
+
+def test_none_and_remote_file_host() -> None:
+    with pytest.raises(MissingArgumentError):
+        parse_storage_path(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        parse_storage_path("file://otherhost/x")
