@@ -131,7 +131,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("STR-1", "MUST", (), "state round-trips whatever the chunking",
      "Bytes written to a state stream in any chunking, in either scope, read back identically "
      "through the handle from close_and_get_handle(), any number of times, each read starting at "
-     "the first byte (seed 000: raw bytes storage; Flink T-SOS5).",
+     "the first byte, and its state_size is their number or -1 (unknown) (seed 000: raw bytes "
+     "storage; Flink T-SOS5).",
      ("seed 000", "S12", "T-SOS5")),
     ("STR-2", "SHOULD", (), "state_size is exact",
      "A handle's state_size equals the number of bytes written (Flink records the file position; "
@@ -238,8 +239,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("MD2", "decision")),
     ("LAY-8", "MUST", ("entropy-injection",), "entropy key never reaches the store",
      "With an entropy key in the checkpoint path, no object written carries the key: data files "
-     "get random characters in its place and the _metadata path and the external pointer have it "
-     "removed, and the pointer resolves (Flink E3, E4, E7, T-ENT1).",
+     "get entropy_length random alphanumeric characters in its place, the _metadata path and the "
+     "external pointer have it removed, and the pointer resolves (Flink E2, E3, E4, E7, T-ENT1).",
      ("E3", "E4", "E7", "L7", "T-ENT1")),
     # ------------------------------------------------------------------ PTR
     ("PTR-1", "MUST", (), "pointers resolve",
@@ -415,8 +416,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("MD2", "T-BASE4")),
     ("MD-4", "MUST", (), "finalization result",
      "close_and_finalize_checkpoint() returns a completed location whose external_pointer is a "
-     "string and whose metadata_handle reads exactly the bytes written; tell() counted them "
-     "(Flink MD3, MD4).",
+     "string and whose metadata_handle reads exactly the bytes written, with state_size their "
+     "number or -1; tell() counted them (Flink MD3, MD4).",
      ("MD3", "MD4")),
     ("MD-5", "MUST", (), "empty metadata",
      "A metadata stream with nothing written still finalizes into a resolvable checkpoint whose "
@@ -442,9 +443,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("MD7", "ACC12")),
     ("DIS-2", "MUST", (), "completed checkpoints are removed",
      "dispose_storage_location() of a completed location, also one obtained from "
-     "resolve_checkpoint on a fresh storage, removes the checkpoint's directory with _metadata "
-     "and its exclusive state, and the pointer no longer resolves (Flink MD6, T-CCL1, "
-     "FLINK-38909).",
+     "resolve_checkpoint on a fresh storage, removes the checkpoint's directory recursively "
+     "(_metadata, exclusive state, anything else below it), and the pointer no longer resolves "
+     "(Flink MD6, T-CCL1, FLINK-38909).",
      ("MD6", "T-CCL1", "P4")),
     ("DIS-3", "MUST", (), "disposal is confined",
      "Disposing one checkpoint never removes shared state, task-owned state or another "

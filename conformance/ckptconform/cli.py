@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--backend",
         default=None,
-        help="comma-separated backends: local, memory, moto, minio, s3 (default: local,memory,moto)",
+        help="comma-separated backends: local, memory, moto, minio, s3 "
+        "(default: local,memory,moto)",
     )
     parser.add_argument(
         "--report-dir",

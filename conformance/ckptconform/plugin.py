@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib.util
+import os
 import platform
 import shlex
 import sys
@@ -134,24 +135,21 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     impl = config.getoption("impl", None)
     if not impl:
-        env_profile = default_profile({"HYPOTHESIS_PROFILE": _env("HYPOTHESIS_PROFILE")})
-        if _env("HYPOTHESIS_PROFILE") and env_profile in PROFILES and not _cli_profile(config):
+        # Not a suite run; still honour HYPOTHESIS_PROFILE=<one of ours> (tox sets it).
+        env_profile = os.environ.get("HYPOTHESIS_PROFILE", "").strip()
+        if env_profile in PROFILES and not _cli_profile(config):
             _load_profile(env_profile)
         return
     state = _make_state(config, impl)
     config.stash[_STATE] = state
     config.add_cleanup(state.pool.stop_all)
-    config.pluginmanager.register(_Recorder(state), "ckptconform-recorder")
+    if not hasattr(config, "workerinput"):
+        # Under xdist only the controller records and writes the report (it gets every report).
+        config.pluginmanager.register(_Recorder(state), "ckptconform-recorder")
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # `pytest --impl=X` with no paths runs the installed suite, from any directory.
         config.args = [str(state.suite)]
         config.args_source = pytest.Config.ArgsSource.ARGS
-
-
-def _env(name: str) -> str:
-    import os
-
-    return os.environ.get(name, "")
 
 
 def _cli_profile(config: pytest.Config) -> str | None:
@@ -177,7 +175,7 @@ def _load_profile(name: str) -> None:
 
 def _make_state(config: pytest.Config, impl: str) -> RunState:
     from ckptconform.backends import BACKENDS, BackendPool, BackendSettings
-    from ckptconform.report import TestRecorder
+    from ckptconform.report import OutcomeRecorder
     from ckptconform.target import TargetError, load_target
 
     try:
@@ -240,7 +238,7 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         report_dir=config.getoption("conformance_report"),
         profile=profile,
         suite=suite_dir(),
-        recorder=TestRecorder(),
+        recorder=OutcomeRecorder(),
     )
 
 

@@ -1,6 +1,6 @@
 """The clause report: one record per test, aggregated per clause and per clause x backend.
 
-The plugin feeds pytest's reports in (``TestRecorder.add``); ``build_document`` turns the records
+The plugin feeds pytest's reports in (``OutcomeRecorder.add``); ``build_document`` turns the records
 and the run header into the ``conformance.json`` structure, ``render_markdown`` into
 ``conformance.md`` and ``summary_lines`` into the compact terminal summary.
 
@@ -13,17 +13,18 @@ of its tests' (FAIL > XPASS > WARN > XFAIL > PASS > SKIP); NOTRUN when no test r
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "CLAUSE_STATUSES",
     "STATUSES",
-    "TestRecord",
-    "TestRecorder",
+    "Outcome",
+    "OutcomeRecorder",
     "aggregate",
     "build_document",
     "render_markdown",
@@ -40,12 +41,15 @@ PROP_CLAUSES = "ckptconform.clauses"
 PROP_BACKEND = "ckptconform.backend"
 PROP_KIND = "ckptconform.kind"  # "", "should" (SHOULD-only test) or "known" (known failure)
 
+#: The matrix column of tests that run on no backend.
+NO_BACKEND = "no backend"
+
 MAX_MESSAGE_LINES = 12
 MAX_MESSAGE_CHARS = 1500
 
 
 @dataclass
-class TestRecord:
+class Outcome:
     """The outcome of one test (one backend leg)."""
 
     nodeid: str
@@ -55,6 +59,33 @@ class TestRecord:
     duration: float = 0.0
     message: str = ""
     kind: str = ""
+    #: For a failing test: the clauses its failure is attributed to (see ``attribute``).
+    failed_clauses: list[str] = field(default_factory=list)
+
+
+_CLAUSE_TAG = re.compile(r"\[([A-Z]{2,4}-\d+)\]")
+
+#: Statuses that say a clause is broken; a test in one of them blames ``failed_clauses`` only.
+_BLAMING = frozenset({"FAIL", "WARN", "XFAIL", "XPASS"})
+
+
+def attribute(record: Outcome) -> None:
+    """Decide which of a failing test's clauses the failure belongs to, and name them.
+
+    A test may check several clauses. Its assertion messages start with the clause they check
+    (``[INL-3] ...``); when the failure names some of the test's clauses, only those fail and the
+    test says nothing about the others (it stopped before checking them). A failure that names
+    none (an unexpected exception) is blamed on all of the test's clauses. Either way the
+    recorded message starts with the blamed clause ids, so every failure names its clause.
+    """
+    if record.status not in _BLAMING:
+        record.failed_clauses = []
+        return
+    named = [cid for cid in _CLAUSE_TAG.findall(record.message) if cid in record.clauses]
+    record.failed_clauses = list(dict.fromkeys(named)) or list(record.clauses)
+    tag = "[" + ", ".join(record.failed_clauses) + "]"
+    if not record.message.startswith(tag):
+        record.message = f"{tag} {record.message}"
 
 
 def aggregate(statuses: Iterable[str]) -> str:
@@ -88,11 +119,11 @@ def _trim(text: str) -> str:
     return out if len(out) <= MAX_MESSAGE_CHARS else out[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
-class TestRecorder:
-    """Turns pytest's setup/call/teardown reports into one ``TestRecord`` per test."""
+class OutcomeRecorder:
+    """Turns pytest's setup/call/teardown reports into one ``Outcome`` per test."""
 
     def __init__(self) -> None:
-        self.records: dict[str, TestRecord] = {}
+        self.records: dict[str, Outcome] = {}
 
     def add(self, report: Any) -> None:
         props = _properties(report)
@@ -100,7 +131,7 @@ class TestRecorder:
             return
         record = self.records.get(report.nodeid)
         if record is None:
-            record = TestRecord(
+            record = Outcome(
                 nodeid=report.nodeid,
                 clauses=props[PROP_CLAUSES].split(),
                 backend=props.get(PROP_BACKEND) or None,
@@ -114,8 +145,10 @@ class TestRecorder:
         if report.when == "teardown":
             if status == "FAIL" and record.status != "FAIL":
                 record.status, record.message = "FAIL", "error in teardown: " + message
+                attribute(record)
             return
         record.status, record.message = status, message
+        attribute(record)
 
     def _outcome(self, report: Any) -> tuple[str | None, str]:
         wasxfail = getattr(report, "wasxfail", None)
@@ -153,23 +186,29 @@ def _first_line(text: str) -> str:
 def build_document(
     header: Mapping[str, Any],
     clauses: Mapping[str, Any],
-    records: Sequence[TestRecord],
+    records: Sequence[Outcome],
     backends: Sequence[str],
 ) -> dict[str, Any]:
     """The ``conformance.json`` structure: header, per-clause results and per-test records."""
-    by_clause: dict[str, list[TestRecord]] = {cid: [] for cid in clauses}
+    by_clause: dict[str, list[Outcome]] = {cid: [] for cid in clauses}
     for record in records:
         for cid in record.clauses:
             by_clause.setdefault(cid, []).append(record)
     clause_docs: dict[str, Any] = {}
-    for cid, tests in by_clause.items():
+    for cid, all_tests in by_clause.items():
         clause = clauses.get(cid)
+        # a test that failed on another of its clauses tells nothing about this one
+        tests = [
+            r
+            for r in all_tests
+            if r.status not in _BLAMING or cid in (r.failed_clauses or r.clauses)
+        ]
         status = aggregate(r.status for r in tests)
         per_backend = {
-            name: aggregate(r.status for r in tests if r.backend == name)
+            name: aggregate(r.status for r in tests if (r.backend or NO_BACKEND) == name)
             for name in [
                 *backends,
-                *sorted({r.backend or "no backend" for r in tests} - set(backends)),
+                *sorted({r.backend or NO_BACKEND for r in tests} - set(backends)),
             ]
         }
         reasons = sorted({r.message for r in tests if r.status == status and r.message})
@@ -181,7 +220,7 @@ def build_document(
             "status": status,
             "backends": per_backend,
             "reasons": reasons[:10],
-            "tests": [r.nodeid for r in tests],
+            "tests": [r.nodeid for r in all_tests],
         }
     summary = Counter(doc["status"] for doc in clause_docs.values())
     return {
@@ -208,6 +247,9 @@ def summary_lines(document: Mapping[str, Any]) -> list[str]:
         for cid, clause in ran.items():
             if clause["status"] == status:
                 lines.append(f"  {status:<5} {cid:<8} {clause['title']}")
+    stale = [cid for cid in document["header"].get("known_failures", {}) if cid not in ran]
+    if stale:
+        lines.append(f"  note: known_failures {', '.join(sorted(stale))} matched no test that ran")
     return lines
 
 

@@ -279,6 +279,10 @@ class MemoryBackendCheckpointStorageAccess:
         self._savepoint_dir = _optional_path(savepoint_path, "savepoint path")
         own = [p.scheme for p in (base, self._savepoint_dir) if p is not None]
         self._allowed_schemes = normalise_schemes([*own, *allowed_schemes])
+        # Registering (no I/O) lets handles written elsewhere with these options, such as
+        # a metadata handle unpickled in this process, find their file system by token.
+        for scheme in sorted(set(own)):
+            register_filesystem(scheme, self._storage_options)
 
     # -- configuration, as Flink's getters (T-MEM1..T-MEM3)
 

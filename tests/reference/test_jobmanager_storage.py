@@ -179,6 +179,20 @@ def test_is_a_checkpoint_storage(job_id: JobID) -> None:
     assert isinstance(access, CheckpointStorageAccess)
 
 
+def test_access_registers_its_file_systems(job_id: JobID) -> None:
+    """SER-4: the access registers its options, so unpickled handles find their file system."""
+    options = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}
+    storage = JobManagerCheckpointStorage(
+        "s3://bucket/ckpt", savepoint_path="memory:///sp", storage_options=options
+    )
+    with mock.patch("ckptstore.jobmanager_storage.register_filesystem") as register:
+        storage.create_checkpoint_storage(job_id)
+    assert sorted(call.args for call in register.call_args_list) == [
+        ("memory", options),
+        ("s3", options),
+    ]
+
+
 def test_create_checkpoint_storage_needs_a_job_id() -> None:
     """CS4/ACC1 analogue: a None job id raises MissingArgumentError naming jobId."""
     with pytest.raises(MissingArgumentError, match="jobId"):

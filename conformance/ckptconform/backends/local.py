@@ -43,10 +43,11 @@ class LocalBackend(Backend):
         if self._dir is None:
             self.start()
         assert self._dir is not None
-        return self._dir.as_uri()
+        return f"file://{self._dir.as_posix()}"
 
     def url_of(self, raw_path: str) -> str:
-        return Path(raw_path).as_uri()
+        # Not Path.as_uri(): it percent-encodes, while storages write plain paths into URLs.
+        return f"file://{raw_path}"
 
     def describe(self) -> str:
         where = f" under {self._dir}" if self._dir is not None else ""

@@ -13,7 +13,8 @@ inputs and, where a sandbox is given, a listing of the test's root into one stri
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -35,12 +36,16 @@ __all__ = [
     "file_options",
     "file_path",
     "files_below",
+    "is_dir",
     "is_inline",
     "join",
+    "move_tree",
     "payload",
     "read_handle",
     "rel_paths",
+    "roundtrip",
     "same_location",
+    "tagged",
     "write_chunks",
     "write_state",
 ]
@@ -97,6 +102,32 @@ def expect_error(
         fail_message(clause, operation, sandbox, **inputs)
         + f"\nexpected {names}, but it returned {_short(result)}"
     )
+
+
+@contextmanager
+def tagged(clause: str, operation: str, sandbox: Any = None, **inputs: Any) -> Iterator[None]:
+    """Turn an unexpected exception of the block into a failure of ``clause`` with context.
+
+    A test that checks several clauses uses it where an implementation's exception would
+    otherwise be blamed on all of them.
+    """
+    try:
+        yield
+    except AssertionError:
+        raise
+    except Exception as exc:
+        raise AssertionError(
+            fail_message(clause, operation, sandbox, **inputs)
+            + f"\nraised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def roundtrip(
+    obj: Any, clause: str, what: str, dumps: Callable[[Any], bytes] = pickle.dumps
+) -> Any:
+    """``pickle.loads(dumps(obj))``; a failure fails ``clause`` (a SER clause)."""
+    with tagged(clause, f"pickle round trip of {what}", obj=obj):
+        return pickle.loads(dumps(obj))
 
 
 # --------------------------------------------------------------------------- data and handles
@@ -219,6 +250,18 @@ def rel_paths(sandbox: Any, url: str) -> tuple[list[str], list[str]]:
     return sorted(files), sorted(dirs)
 
 
+def move_tree(sandbox: Any, source: str, destination: str) -> None:
+    """Move a directory on the backend (raw copy of every file, then delete the source)."""
+    raw = sandbox.backend.raw
+    base = sandbox.raw_path(source)
+    for path in files_below(sandbox, source):
+        new = join(destination, path[len(base) + 1 :])
+        if not sandbox.backend.object_store:
+            raw.makedirs(sandbox.raw_path(new.rsplit("/", 1)[0]), exist_ok=True)
+        raw.pipe_file(sandbox.raw_path(new), raw.cat_file(path))
+    raw.rm(base, recursive=True)
+
+
 def is_dir(sandbox: Any, url: str) -> bool:
     try:
         return bool(sandbox.backend.raw.isdir(_raw(sandbox, url)))
@@ -318,4 +361,4 @@ class JobDriver:
         return self.sandbox.make_storage(**self.options)
 
     def pickled_storage(self) -> Any:
-        return pickle.loads(pickle.dumps(self.storage))
+        return roundtrip(self.storage, "SER-1", "the storage")

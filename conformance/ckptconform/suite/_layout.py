@@ -173,5 +173,8 @@ def extract_flink_trees(dest: str) -> str:
 
     source = resources.files("ckptconform").joinpath("data", FLINK_TARBALL)
     with source.open("rb") as raw, tarfile.open(fileobj=raw, mode="r:gz") as archive:
-        archive.extractall(dest, filter="data")
+        try:
+            archive.extractall(dest, filter="data")
+        except TypeError:  # Python < 3.11.4 has no extraction filters; the archive is ours
+            archive.extractall(dest)
     return dest

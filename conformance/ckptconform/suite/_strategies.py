@@ -66,15 +66,22 @@ def chunkings(draw: Any, total: int) -> list[int]:
 
 
 def capped(max_examples: int, **kwargs: Any) -> settings:
-    """The active profile, with at most ``max_examples`` and no deadline or fixture checks."""
+    """The active profile, with at most ``max_examples`` and no deadline or fixture checks.
+
+    Caps keep the expensive tests (threads, S3 round trips) affordable in the ``dev`` and ``ci``
+    profiles; a long profile (200 examples or more, like ``thorough``) raises them fourfold
+    (stateful steps twofold).
+    """
     current = settings()
+    long_run = current.max_examples >= 200
+    limit = max_examples * 4 if long_run else max_examples
     if "stateful_step_count" in kwargs:
-        kwargs["stateful_step_count"] = min(
-            current.stateful_step_count, kwargs["stateful_step_count"]
-        )
+        steps = kwargs["stateful_step_count"] * (2 if long_run else 1)
+        kwargs["stateful_step_count"] = min(current.stateful_step_count, steps)
     return settings(
-        max_examples=min(current.max_examples, max_examples),
+        max_examples=min(current.max_examples, limit),
         deadline=None,
+        report_multiple_bugs=False,
         suppress_health_check=[
             HealthCheck.function_scoped_fixture,
             HealthCheck.too_slow,

@@ -23,7 +23,7 @@ from ckptconform.suite._driver import (
     read_handle,
     write_chunks,
 )
-from ckptconform.suite._strategies import capped, chunkings, thresholds
+from ckptconform.suite._strategies import capped, chunkings, sizes_around, thresholds
 
 MAX_THRESHOLD = 1024 * 1024
 
@@ -58,9 +58,7 @@ def _check_file(sandbox, clause, handle, blob, **inputs):
 @given(data=st.data(), threshold=thresholds, scope=st.sampled_from([EXCLUSIVE, SHARED]))
 def test_threshold_boundary(sandbox, data, threshold, scope):
     """INL-1: up to `threshold` bytes (small writes) stay inline; INL-3: more go to a file."""
-    size = data.draw(
-        st.integers(min_value=1, max_value=threshold + 3) | st.just(threshold + 1), label="size"
-    )
+    size = data.draw(sizes_around(threshold).filter(bool) | st.just(threshold + 1), label="size")
     sizes = data.draw(chunkings(size), label="write sizes")
     buffer_size = data.draw(st.sampled_from([None, 1, 64, 4096]), label="write buffer")
     if size <= threshold <= 1:

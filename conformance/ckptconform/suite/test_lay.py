@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 
 import pytest
 from hypothesis import given
@@ -78,12 +79,20 @@ def test_layout_checker_accepts_flink_trees(tmp_path):
     assert len(bad_sp.problems) >= 2, bad_sp.problems
 
 
+def _blame(problems: list[str]) -> str:
+    """The clause a layout problem breaks: depth (LAY-4), directory names (LAY-2), job (LAY-1)."""
+    text = " ".join(problems)
+    if "depth" in text or "a directory below" in text:
+        return "LAY-4"
+    return "LAY-2" if "is not chk-<n>" in text else "LAY-1"
+
+
 @pytest.mark.clause("LAY-1", "LAY-2", "LAY-3", "LAY-4", "LAY-5", "TOW-2")
 @capped(6)
 @given(checkpoint_id=checkpoint_ids)
 def test_checkpoint_layout(sandbox, checkpoint_id):
     """LAY-1: a job's checkpoints follow <base>/<job>/{chk-<n>,shared,taskowned}/<file>."""
-    base = join(sandbox.checkpoint_dir, f"lay-{checkpoint_id}")
+    base = join(sandbox.checkpoint_dir, f"lay-{uuid.uuid4().hex[:12]}")  # one per example
     drv = JobDriver(sandbox, checkpoint_dir=base, inline_threshold=0)
     drv.init_base()
     completed, written = drv.checkpoint(
@@ -102,19 +111,22 @@ def test_checkpoint_layout(sandbox, checkpoint_id):
         files=files,
         dirs=dirs,
     )
-    assert tree.problems == [], msg + f"\nproblems: {tree.problems}"
+    assert tree.problems == [], msg.replace("[LAY-1]", f"[{_blame(tree.problems)}]") + (
+        f"\nproblems: {tree.problems}"
+    )
     assert list(tree.jobs) == [job], msg.replace("[LAY-1]", "[LAY-1] job dir")
     entry = tree.jobs[job]
-    assert entry.completed() == [checkpoint_id], msg.replace("[LAY-1]", "[LAY-2] chk dir")
-    excl = [os.path.basename(file_path(h)) for h, d in written[:2]]
-    assert sorted(entry.checkpoints[checkpoint_id]) == sorted(["_metadata", *excl]), msg.replace(
-        "[LAY-1]", "[LAY-2] exclusive state + _metadata in chk-<n>"
-    )
+    # where each kind of state went, before what chk-<n> holds (a misplaced file shows there too)
     assert entry.shared == [os.path.basename(file_path(written[2][0]))], msg.replace(
         "[LAY-1]", "[LAY-3] shared state in shared/"
     )
     assert entry.taskowned == [os.path.basename(file_path(task_owned))], msg.replace(
         "[LAY-1]", "[TOW-2] task-owned state in taskowned/"
+    )
+    assert entry.completed() == [checkpoint_id], msg.replace("[LAY-1]", "[LAY-5] _metadata")
+    excl = [os.path.basename(file_path(h)) for h, d in written[:2]]
+    assert sorted(entry.checkpoints[checkpoint_id]) == sorted(["_metadata", *excl]), msg.replace(
+        "[LAY-1]", "[LAY-2] exclusive state + _metadata in chk-<n>"
     )
     assert same_location(sandbox, completed.external_pointer, join(base, job, chk)), msg.replace(
         "[LAY-1]", f"[LAY-5] pointer {completed.external_pointer}"
@@ -150,7 +162,7 @@ def test_no_leftovers_after_finalization(sandbox, threshold):
     factory = drv.worker(5, location.location_reference)
     kept = [write_state(factory, payload(n, n), EXCLUSIVE) for n in (50, 500, 5000)]
     dropped = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
-    dropped.write(payload(3000))
+    dropped.write(payload(50_000))
     dropped.close()
     abandoned = location.create_metadata_output_stream()
     abandoned.write(b"abandoned")

@@ -24,6 +24,7 @@ from ckptconform.suite._driver import (
     file_path,
     files_below,
     payload,
+    tagged,
     write_chunks,
     write_state,
 )
@@ -37,7 +38,7 @@ def _fail(clause, operation, rec, sandbox=None, **inputs) -> str:
     return fail_message(clause, operation, sandbox, **inputs) + "\nrequests:\n" + rec.summary()
 
 
-@pytest.mark.clause("NOX-1")
+@pytest.mark.clause("NOX-1", "SER-1")
 @pytest.mark.parametrize("threshold", [None, 0])
 def test_worker_path_sends_no_existence_checks(sandbox, target, ledger, threshold):
     """NOX-1: the worker path sends no HeadObject, HeadBucket or List request."""
@@ -49,7 +50,9 @@ def test_worker_path_sends_no_existence_checks(sandbox, target, ledger, threshol
     drv = JobDriver(sandbox, **options)
     drv.init_base()
     location = drv.location(1)
-    blob, reference = pickle.dumps(drv.storage), location.location_reference
+    with tagged("SER-1", "pickle the storage for the worker"):
+        blob = pickle.dumps(drv.storage)
+    reference = location.location_reference
     with ledger.record() as rec:
         storage = pickle.loads(blob)
         access = storage.create_checkpoint_storage(drv.job_id)
@@ -75,6 +78,7 @@ def test_resolving_a_location_costs_nothing(sandbox, target, backend):
     coordinator = JobDriver(sandbox, storage=storage)
     coordinator.init_base()
     reference = coordinator.location(3).location_reference
+    fresh = sandbox.make_storage()
     before = files_below(sandbox, sandbox.root)
     recording = backend.ledger.record() if backend.ledger is not None else nullcontext()
     with recording as rec:
@@ -82,9 +86,7 @@ def test_resolving_a_location_costs_nothing(sandbox, target, backend):
             access = storage.create_checkpoint_storage(coordinator.job_id)
             access.resolve_checkpoint_storage_location(3, reference)
             access.resolve_checkpoint_storage_location(4, reference)
-            other = pickle.loads(pickle.dumps(storage)).create_checkpoint_storage(
-                coordinator.job_id
-            )
+            other = fresh.create_checkpoint_storage(coordinator.job_id)
             other.resolve_checkpoint_storage_location(17, reference)
     if rec is not None:
         assert len(rec) == 0, _fail("NOX-2", "create_checkpoint_storage + resolve location", rec)

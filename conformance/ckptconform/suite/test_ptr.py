@@ -21,6 +21,7 @@ from ckptconform.suite._driver import (
     payload,
     read_handle,
     same_location,
+    tagged,
 )
 from ckptconform.suite._layout import (
     FLINK_CHECKPOINT_BASE,
@@ -45,11 +46,14 @@ def spell(completed, spelling: str) -> str | None:
 
 
 def _resolves_to(sandbox, clause, storage, pointer, expected_pointer, metadata, **inputs):
+    """Resolve and compare; ``clause`` is blamed, except PTR-3 for a changed plain pointer."""
     msg = fail_message(clause, "resolve_checkpoint", sandbox, pointer=pointer, **inputs)
-    loc = storage.resolve_checkpoint(pointer)
-    assert loc.external_pointer == expected_pointer, msg + (
-        f"\nexternal_pointer {loc.external_pointer!r} != {expected_pointer!r}"
-    )
+    with tagged(clause, "resolve_checkpoint", sandbox, pointer=pointer, **inputs):
+        loc = storage.resolve_checkpoint(pointer)
+    stable = "PTR-3" if pointer == expected_pointer else clause
+    assert loc.external_pointer == expected_pointer, fail_message(
+        stable, "resolve_checkpoint", sandbox, pointer=pointer, **inputs
+    ) + (f"\nexternal_pointer {loc.external_pointer!r} != {expected_pointer!r}")
     assert read_handle(loc.metadata_handle) == metadata, msg + "\nmetadata bytes differ"
     return loc
 
@@ -260,7 +264,7 @@ def upload_tree(sandbox, local_dir: str, url: str) -> None:
                 raw.pipe_file(sandbox.raw_path(join(target_dir, name)), fh.read())
 
 
-@pytest.mark.clause("PTR-10")
+@pytest.mark.clause("PTR-10", "PTR-2")
 def test_flink_written_checkpoints_resolve(sandbox, target, tmp_path):
     """PTR-10: pointers into Flink 2.3.0's checkpoint and savepoint trees resolve; chk-13 not."""
     local = extract_flink_trees(str(tmp_path))
@@ -275,11 +279,12 @@ def test_flink_written_checkpoints_resolve(sandbox, target, tmp_path):
         with open(os.path.join(local, *rel.split("/"), "_metadata"), "rb") as fh:
             expected = fh.read()
         assert expected[:4] == bytes.fromhex("4960672d")
-        for pointer in (directory, directory + "/", join(directory, "_metadata")):
-            loc = storage.resolve_checkpoint(pointer)
-            msg = fail_message(
-                "PTR-10", "resolve_checkpoint (Flink tree)", sandbox, pointer=pointer
-            )
+        for pointer in (directory, join(directory, "_metadata"), directory + "/"):
+            # the plain spellings are PTR-10's; the trailing '/' one is PTR-2's
+            clause = "PTR-2" if pointer.endswith("/") else "PTR-10"
+            msg = fail_message(clause, "resolve_checkpoint (Flink tree)", sandbox, pointer=pointer)
+            with tagged(clause, "resolve_checkpoint (Flink tree)", sandbox, pointer=pointer):
+                loc = storage.resolve_checkpoint(pointer)
             assert read_handle(loc.metadata_handle) == expected, msg
             assert same_location(sandbox, loc.external_pointer, directory), msg + (
                 f"\nexternal_pointer {loc.external_pointer}"
@@ -296,7 +301,7 @@ def test_flink_written_checkpoints_resolve(sandbox, target, tmp_path):
         )
 
 
-@pytest.mark.clause("PTR-11")
+@pytest.mark.clause("PTR-11", "PTR-2")
 def test_local_path_spellings(sandbox, target, backend):
     """PTR-11: on the local file system /abs, file:/abs and file:///abs resolve alike."""
     if backend.scheme != "file":
@@ -306,7 +311,8 @@ def test_local_path_spellings(sandbox, target, backend):
     completed, _ = drv.checkpoint(4, metadata=b"local spellings")
     path = "/" + sandbox.raw_path(completed.external_pointer).lstrip("/")
     for pointer in (path, "file:" + path, "file://" + path, path + "/"):
-        loc = drv.fresh_storage().resolve_checkpoint(pointer)
-        assert read_handle(loc.metadata_handle) == b"local spellings", fail_message(
-            "PTR-11", "resolve_checkpoint", sandbox, pointer=pointer
-        )
+        clause = "PTR-2" if pointer.endswith("/") else "PTR-11"  # the '/' is PTR-2's
+        msg = fail_message(clause, "resolve_checkpoint", sandbox, pointer=pointer)
+        with tagged(clause, "resolve_checkpoint", sandbox, pointer=pointer):
+            loc = drv.fresh_storage().resolve_checkpoint(pointer)
+        assert read_handle(loc.metadata_handle) == b"local spellings", msg

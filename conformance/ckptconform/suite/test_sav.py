@@ -20,8 +20,10 @@ from ckptconform.suite._driver import (
     file_path,
     files_below,
     join,
+    move_tree,
     payload,
     read_handle,
+    roundtrip,
     same_location,
     write_state,
 )
@@ -62,12 +64,13 @@ def check_restore(sandbox, clause, storage, pointer, written, **inputs):
 
 
 @pytest.mark.clause("SAV-1")
-@pytest.mark.parametrize("default", [True, False], ids=["default-set", "no-default"])
-@pytest.mark.parametrize("given", [True, False], ids=["target", "no-target"])
+@pytest.mark.parametrize(
+    ("default", "given"),
+    [(True, True), (False, True), (True, False)],  # neither: SAV-2
+    ids=["default+target", "target-only", "default-only"],
+)
 def test_savepoint_target_matrix(sandbox, target, default, given):
     """SAV-1: the target wins over the default; else the default; directly below either."""
-    if not default and not given:
-        pytest.skip("neither a target nor a default: SAV-2")
     options = dict(file_options(target))
     if not default:
         options["savepoint_dir"] = None
@@ -152,15 +155,13 @@ def test_distinct_savepoints(sandbox, target):
         check_restore(sandbox, "SAV-5", drv.storage, completed.external_pointer, written)
 
 
-@pytest.mark.clause("SAV-6")
+@pytest.mark.clause("SAV-6", "SER-1", "SER-3")
 def test_workers_write_into_savepoints(sandbox, target):
     """SAV-6: a worker resolves the savepoint's reference and its state restores with it."""
     coordinator = JobDriver(sandbox, **file_options(target))
     location = coordinator.access.initialize_location_for_savepoint(9, None)
-    reference = pickle.loads(pickle.dumps(location.location_reference))
-    worker = JobDriver(
-        sandbox, storage=pickle.loads(pickle.dumps(coordinator.storage)), job_id=coordinator.job_id
-    )
+    reference = roundtrip(location.location_reference, "SER-3", "a savepoint's reference")
+    worker = JobDriver(sandbox, storage=coordinator.pickled_storage(), job_id=coordinator.job_id)
     factory = worker.worker(9, reference)
     written = [
         (write_state(factory, payload(n, n), scope), payload(n, n))
@@ -178,18 +179,6 @@ def test_workers_write_into_savepoints(sandbox, target):
                 ), fail_message(
                     "SAV-6", "worker state in the savepoint directory", sandbox, handle=handle
                 )
-
-
-def move_tree(sandbox, source: str, destination: str) -> None:
-    """Move a directory on the backend (raw copy of every file, then delete the source)."""
-    raw = sandbox.backend.raw
-    base = sandbox.raw_path(source)
-    for path in files_below(sandbox, source):
-        new = join(destination, path[len(base) + 1 :])
-        if not sandbox.backend.object_store:
-            raw.makedirs(sandbox.raw_path(_parent(new)), exist_ok=True)
-        raw.pipe_file(sandbox.raw_path(new), raw.cat_file(path))
-    raw.rm(base, recursive=True)
 
 
 @pytest.mark.clause("SAV-7")

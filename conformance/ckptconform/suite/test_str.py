@@ -155,7 +155,7 @@ def test_use_after_close_fails(sandbox, target, ending):
 
 
 @pytest.mark.clause("STR-6")
-@pytest.mark.parametrize("size", [0, 10, 30_000])
+@pytest.mark.parametrize("size", [0, 10, 30_000, 6 * 1024 * 1024])
 def test_close_discards(sandbox, target, size):
     """STR-6: close() without a handle never raises, can repeat, and leaves no file."""
     drv = JobDriver(sandbox, **file_options(target))
@@ -193,7 +193,7 @@ def test_context_manager(sandbox, target):
     factory = _factory(drv)
     before = files_below(sandbox, sandbox.root)
     with factory.create_checkpoint_state_output_stream(EXCLUSIVE) as stream:
-        stream.write(payload(2000))
+        stream.write(payload(50_000))
     assert stream.closed, fail_message("STR-7", "closed after the with block", sandbox)
     assert files_below(sandbox, sandbox.root) == before, fail_message(
         "STR-7", "with block without a handle left files", sandbox
@@ -204,7 +204,7 @@ def test_context_manager(sandbox, target):
 
     def fail_inside_block():
         with factory.create_checkpoint_state_output_stream(SHARED) as stream:
-            stream.write(payload(2000))
+            stream.write(payload(50_000))
             raise BoomError
 
     with pytest.raises(BoomError):

@@ -1,0 +1,230 @@
+"""The request ledger: classification, counting on a real moto server, faults, rate limits."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from ckptconform.backends import BackendSettings
+from ckptconform.backends.moto import MotoBackend
+from ckptconform.ledger import OPERATIONS, RequestLedger, classify
+
+s3fs = pytest.importorskip("s3fs", reason="s3fs is needed for the moto ledger tests")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "headers", "expected"),
+    [
+        ("PUT", "/bkt/a/b", "", {}, ("bkt", "a/b", "PutObject")),
+        ("GET", "/bkt/a/b", "", {}, ("bkt", "a/b", "GetObject")),
+        ("HEAD", "/bkt/a/b", "", {}, ("bkt", "a/b", "HeadObject")),
+        ("HEAD", "/bkt", "", {}, ("bkt", None, "HeadBucket")),
+        ("HEAD", "/bkt/", "", {}, ("bkt", None, "HeadBucket")),
+        (
+            "GET",
+            "/bkt",
+            "list-type=2&prefix=a%2F&delimiter=%2F",
+            {},
+            ("bkt", None, "ListObjectsV2"),
+        ),
+        ("GET", "/bkt", "prefix=a", {}, ("bkt", None, "ListObjects")),
+        ("DELETE", "/bkt/a", "", {}, ("bkt", "a", "DeleteObject")),
+        ("POST", "/bkt", "delete", {}, ("bkt", None, "DeleteObjects")),
+        ("POST", "/bkt", "delete=", {}, ("bkt", None, "DeleteObjects")),
+        ("PUT", "/bkt/c", "", {"x-amz-copy-source": "bkt/a"}, ("bkt", "c", "CopyObject")),
+        ("POST", "/bkt/big", "uploads", {}, ("bkt", "big", "CreateMultipartUpload")),
+        ("PUT", "/bkt/big", "partNumber=1&uploadId=x", {}, ("bkt", "big", "UploadPart")),
+        ("POST", "/bkt/big", "uploadId=x", {}, ("bkt", "big", "CompleteMultipartUpload")),
+        ("DELETE", "/bkt/big", "uploadId=x", {}, ("bkt", "big", "AbortMultipartUpload")),
+        ("PUT", "/bkt", "", {}, ("bkt", None, "CreateBucket")),
+        ("PUT", "/bkt/a", "tagging", {}, ("bkt", "a", "Other")),
+        ("GET", "/bkt", "versioning", {}, ("bkt", None, "Other")),
+        ("GET", "/", "", {}, (None, None, "Other")),
+    ],
+)
+def test_classify(method, path, query, headers, expected):
+    assert classify(method, path, query, headers) == expected
+    assert expected[2] in OPERATIONS
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoBackend]:
+    backend = MotoBackend(BackendSettings(s3_bucket="ledger-tests"))
+    backend.start()
+    yield backend
+    backend.stop()
+
+
+@pytest.fixture
+def ledger(moto: MotoBackend) -> Iterator[RequestLedger]:
+    assert moto.ledger is not None
+    yield moto.ledger
+    moto.ledger.clear_faults()
+
+
+def _client(moto: MotoBackend) -> Any:
+    return s3fs.S3FileSystem(
+        skip_instance_cache=True, use_listings_cache=False, **moto.storage_options
+    )
+
+
+def test_moto_binds_to_loopback(moto):
+    assert moto.endpoint is not None
+    assert moto.endpoint.startswith("http://127.0.0.1:")
+    assert moto.storage_options["endpoint_url"] == moto.endpoint
+
+
+def test_counts_requests_of_this_process(moto, ledger):
+    fs = _client(moto)
+    with ledger.record() as rec:
+        fs.pipe("ledger-tests/p/a", b"0123456789")
+        fs.cat_file("ledger-tests/p/a")
+        fs.exists("ledger-tests/p")
+    # s3fs: pipe = PUT; cat_file = HEAD + GET; exists(prefix) = HEAD + LIST (max-keys=1).
+    assert rec.operations() == {
+        "PutObject": 1,
+        "GetObject": 1,
+        "HeadObject": 2,
+        "ListObjectsV2": 1,
+    }, rec.summary()
+    assert rec.count(operation="PutObject") == 1
+    assert rec.count(method="HEAD") == 2
+    assert rec.count(operation=["GetObject", "PutObject"], key_contains="p/a") == 2
+    put = rec.filter(operation="PutObject")[0]
+    assert (put.bucket, put.key, put.method) == ("ledger-tests", "p/a", "PUT")
+    assert "PutObject" in rec.summary()
+    assert "/ledger-tests/p/a" in rec.summary()
+
+
+def test_counts_requests_of_another_process(moto, ledger):
+    code = textwrap.dedent(
+        f"""
+        import s3fs
+        fs = s3fs.S3FileSystem(skip_instance_cache=True, **{moto.storage_options!r})
+        with fs.open("ledger-tests/sub/x", "wb") as f:
+            f.write(b"hello")
+        assert fs.cat_file("ledger-tests/sub/x") == b"hello"
+        """
+    )
+    with ledger.record() as rec:
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    assert rec.count(operation="PutObject", key_contains="sub/x") == 1, rec.summary()
+    assert rec.count(operation="GetObject", key_contains="sub/x") == 1, rec.summary()
+
+
+def test_raw_requests_are_marked_and_left_out(moto, ledger):
+    with ledger.record() as rec:
+        moto.raw.pipe("ledger-tests/raw/a", b"x")
+        moto.raw.exists("ledger-tests/raw/a")
+    assert rec.count() == 0, rec.summary()
+    assert len(rec.all_requests) == 2
+    assert all(r.raw for r in rec.all_requests)
+    with ledger.record(include_raw=True) as rec_all:
+        moto.raw.cat_file("ledger-tests/raw/a")
+    assert rec_all.count(operation="GetObject") == 1
+
+
+def test_multipart_upload_is_classified(moto, ledger):
+    fs = _client(moto)
+    with ledger.record() as rec, fs.open("ledger-tests/mp/big", "wb", block_size=5 * 2**20) as f:
+        for _ in range(11):
+            f.write(b"a" * 2**20)
+    ops = rec.operations()
+    assert ops["CreateMultipartUpload"] == 1, rec.summary()
+    assert ops["UploadPart"] == 3, rec.summary()
+    assert ops["CompleteMultipartUpload"] == 1, rec.summary()
+
+
+def test_nested_recordings(moto, ledger):
+    fs = _client(moto)
+    with ledger.record() as outer:
+        fs.pipe("ledger-tests/n/1", b"1")
+        with ledger.record() as inner:
+            fs.pipe("ledger-tests/n/2", b"2")
+    assert outer.count(operation="PutObject") == 2
+    assert inner.count(operation="PutObject") == 1
+
+
+def test_injected_slowdown_is_retried_by_the_client(moto, ledger):
+    fs = _client(moto)
+    fault = ledger.inject("PutObject", times=2)
+    with ledger.record() as rec:
+        fs.pipe("ledger-tests/f/a", b"y")
+    assert fault.hits == 2
+    assert rec.count(operation="PutObject") == 3, rec.summary()
+    assert [r.fault for r in rec.requests] == ["503 SlowDown", "503 SlowDown", None]
+    assert moto.raw.cat_file("ledger-tests/f/a") == b"y"
+
+
+def test_persistent_fault_surfaces_as_an_error(moto, ledger):
+    fs = s3fs.S3FileSystem(
+        skip_instance_cache=True,
+        config_kwargs={"retries": {"max_attempts": 1}},
+        **moto.storage_options,
+    )
+    fs.retries = 1  # s3fs's own retry loop, on top of botocore's
+    fs.pipe("ledger-tests/f/b", b"z")
+    ledger.inject("GetObject", status=500, code="InternalError", times=None)
+    with pytest.raises(OSError, match="InternalError"):
+        fs.cat_file("ledger-tests/f/b")
+    ledger.clear_faults()
+    assert fs.cat_file("ledger-tests/f/b") == b"z"
+
+
+def test_fault_filters_by_key_and_spares_raw_access(moto, ledger):
+    fs = _client(moto)
+    ledger.inject("PutObject", status=403, code="AccessDenied", times=None, key_contains="deny")
+    fs.pipe("ledger-tests/f/allowed", b"ok")
+    with pytest.raises(PermissionError):
+        fs.pipe("ledger-tests/f/deny-me", b"no")
+    moto.raw.pipe("ledger-tests/f/deny-raw", b"raw is never faulted")
+    assert moto.raw.cat_file("ledger-tests/f/deny-raw") == b"raw is never faulted"
+
+
+def test_dropped_connection(moto, ledger):
+    fs = _client(moto)
+    fs.pipe("ledger-tests/f/c", b"c")
+    ledger.inject("GetObject", drop_connection=True, times=1)
+    with ledger.record() as rec:
+        assert fs.cat_file("ledger-tests/f/c") == b"c"
+    gets = rec.filter(operation="GetObject")
+    assert [r.fault for r in gets] == ["dropped connection", None], rec.summary()
+
+
+def test_rate_limit(moto, ledger):
+    fs = _client(moto)
+    ledger.rate_limit(3, operation="PutObject")
+    with ledger.record() as rec:
+        for i in range(6):
+            fs.pipe(f"ledger-tests/r/{i}", b"r")
+    throttled = [r for r in rec.requests if r.fault]
+    assert throttled, rec.summary()
+    assert all(r.fault == "503 SlowDown" for r in throttled)
+    assert rec.count(operation="PutObject") == 6 + len(throttled)
+
+
+def test_unknown_operation_is_rejected(ledger):
+    with pytest.raises(ValueError, match="unknown S3 operation"):
+        ledger.inject("PutObjekt")
+    with ledger.record() as rec:
+        pass
+    with pytest.raises(ValueError, match="unknown S3 operation"):
+        rec.count(operation="Nope")
+
+
+def test_stop_frees_the_port():
+    backend = MotoBackend(BackendSettings(s3_bucket="stop-test"))
+    backend.start()
+    assert backend.endpoint is not None
+    port = int(backend.endpoint.rsplit(":", 1)[1])
+    backend.stop()
+    backend.stop()  # idempotent
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        assert sock.connect_ex(("127.0.0.1", port)) != 0

@@ -1,0 +1,434 @@
+"""The pytest plugin end to end: a fake target and small clause-marked test files, run as a user
+runs them (a pytest subprocess in an otherwise empty directory)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ckptconform.backends.minio import MinioBackend
+from tests.conformance.kit import (
+    capability_clause,
+    dedent,
+    must_clause,
+    other_must_clause,
+    run_pytest,
+    should_clause,
+    write_target,
+)
+
+MUST = must_clause()
+MUST2 = other_must_clause()
+SHOULD = should_clause()
+CAP = capability_clause("savepoints")
+
+OUTCOMES = dedent(
+    f'''
+    import pytest
+
+    @pytest.mark.clause("{MUST}")
+    def test_passes(target, backend):
+        assert target.name == "fake"
+
+    @pytest.mark.clause("{MUST2}")
+    def test_fails(backend):
+        assert False, "boom on purpose"
+
+    @pytest.mark.clause("{SHOULD}")
+    def test_should_fails(backend):
+        assert False, "should-boom"
+
+    @pytest.mark.clause("{SHOULD}")
+    def test_should_passes(backend):
+        pass
+
+    @pytest.mark.clause("{CAP}")
+    def test_needs_capability(backend):
+        pass
+
+    @pytest.mark.clause("{MUST}")
+    @pytest.mark.requires("fast-duplicate")
+    def test_requires_marker(backend):
+        pass
+
+    @pytest.mark.clause("{MUST}")
+    @pytest.mark.backend_traits(object_store=True)
+    def test_object_store_only(backend):
+        pass
+
+    @pytest.mark.clause("{MUST}")
+    def test_needs_ledger(ledger):
+        pass
+    '''
+)
+
+
+def _tests_by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["nodeid"].split("::", 1)[1]: t for t in report["tests"]}
+
+
+@pytest.fixture
+def outcomes(tmp_path: Path) -> Path:
+    (tmp_path / "test_outcomes.py").write_text(OUTCOMES)
+    return tmp_path
+
+
+def _run(directory: Path, *args: str) -> tuple[Any, dict[str, Any]]:
+    run = run_pytest(directory, "--conformance-report=rep", *args)
+    report_file = directory / "rep" / "conformance.json"
+    assert report_file.exists(), run
+    return run, json.loads(report_file.read_text())
+
+
+def test_statuses_skips_and_report(outcomes):
+    write_target(outcomes, capabilities=["inline-state"])
+    run, report = _run(outcomes, "--impl=fake_target", "--backend=local,memory", "test_outcomes.py")
+    assert run.returncode == 1, run
+    tests = _tests_by_id(report)
+    assert tests["test_passes[local]"]["status"] == "PASS"
+    assert tests["test_fails[memory]"]["status"] == "FAIL"
+    assert "boom on purpose" in tests["test_fails[memory]"]["message"]
+    assert tests["test_should_fails[local]"]["status"] == "WARN"
+    assert tests["test_should_passes[local]"]["status"] == "PASS"
+    assert tests["test_needs_capability[local]"]["status"] == "SKIP"
+    assert tests["test_needs_capability[local]"]["message"] == (
+        "capability savepoints not claimed by fake"
+    )
+    assert tests["test_requires_marker[memory]"]["message"] == (
+        "capability fast-duplicate not claimed by fake"
+    )
+    assert "has object_store=False" in tests["test_object_store_only[local]"]["message"]
+    assert "no request ledger on backend memory" in tests["test_needs_ledger[memory]"]["message"]
+    assert tests["test_fails[local]"]["clauses"] == [MUST2]
+    assert tests["test_fails[local]"]["backend"] == "local"
+
+    clauses = report["clauses"]
+    assert clauses[MUST2]["status"] == "FAIL"
+    assert clauses[MUST2]["backends"] == {"local": "FAIL", "memory": "FAIL"}
+    assert clauses[SHOULD]["status"] == "WARN"
+    assert clauses[CAP]["status"] == "SKIP"
+    assert clauses[CAP]["reasons"] == ["capability savepoints not claimed by fake"]
+    header = report["header"]
+    assert header["target"]["name"] == "fake"
+    assert header["capabilities"] == ["inline-state"]
+    assert [b["name"] for b in header["backends"]] == ["local", "memory"]
+    assert header["suite_version"] == "0.1.0"
+    assert header["hypothesis_profile"] == "dev"
+
+    markdown = (outcomes / "rep" / "conformance.md").read_text()
+    assert "| clause | level | title | local | memory | result |" in markdown
+    assert f"| {MUST2} | MUST |" in markdown
+
+    # The terminal: run header, failure section with a repro line, clause summary.
+    assert "ckptconform 0.1.0: target fake" in run.output
+    assert "hypothesis profile: dev" in run.output
+    assert f"clause {MUST2} (MUST)" in run.output
+    assert "repro: pytest --impl=fake_target --backend=local" in run.output
+    assert f"FAIL  {MUST2}" in run.output
+    assert f"WARN  {SHOULD}" in run.output
+
+
+def test_strict_should_fails_the_run(outcomes):
+    write_target(outcomes)
+    run, report = _run(
+        outcomes,
+        "--impl=fake_target",
+        "--backend=local",
+        "--strict-should",
+        "-k",
+        "should",
+        "test_outcomes.py",
+    )
+    assert run.returncode == 1, run
+    assert _tests_by_id(report)["test_should_fails[local]"]["status"] == "FAIL"
+
+
+def test_should_failure_alone_does_not_fail_the_run(outcomes):
+    write_target(outcomes)
+    run, report = _run(
+        outcomes, "--impl=fake_target", "--backend=local", "-k", "should", "test_outcomes.py"
+    )
+    assert run.returncode == 0, run
+    assert report["clauses"][SHOULD]["status"] == "WARN"
+
+
+def test_known_failures_are_strict_xfail(outcomes):
+    write_target(outcomes, known_failures={MUST2: "not done yet", MUST: "also known"})
+    run, report = _run(
+        outcomes,
+        "--impl=fake_target",
+        "--backend=local",
+        "-k",
+        "test_fails or test_passes",
+        "test_outcomes.py",
+    )
+    tests = _tests_by_id(report)
+    assert tests["test_fails[local]"]["status"] == "XFAIL"
+    assert "not done yet" in tests["test_fails[local]"]["message"]
+    # A known failure that passes fails the run until it is removed from known_failures.
+    assert tests["test_passes[local]"]["status"] == "XPASS"
+    assert report["clauses"][MUST]["status"] == "XPASS"
+    assert report["clauses"][MUST2]["status"] == "XFAIL"
+    assert run.returncode == 1, run
+
+
+def test_unsupported_scheme_skips_the_leg(outcomes):
+    write_target(outcomes, schemes=["file"])
+    run, report = _run(
+        outcomes, "--impl=fake_target", "--backend=local,memory", "-k", "passes", "test_outcomes.py"
+    )
+    assert run.returncode == 0, run
+    tests = _tests_by_id(report)
+    assert tests["test_passes[local]"]["status"] == "PASS"
+    assert tests["test_passes[memory]"]["status"] == "SKIP"
+    assert (
+        "backend memory (scheme memory) not supported by fake"
+        in (tests["test_passes[memory]"]["message"])
+    )
+    run = run_pytest(
+        outcomes, "--impl=fake_target", "--backend=local,memory", "--require-legs=memory"
+    )
+    assert run.returncode == 4, run
+    assert "required leg(s) cannot run" in run.output, run
+
+
+def test_require_legs_must_be_selected(outcomes):
+    write_target(outcomes)
+    run = run_pytest(outcomes, "--impl=fake_target", "--backend=local", "--require-legs=moto")
+    assert run.returncode == 4, run
+    assert "--require-legs names moto, which --backend does not select" in run.output
+
+
+@pytest.mark.skipif(MinioBackend().availability() is None, reason="a Docker engine answers here")
+def test_required_minio_without_docker_is_a_usage_error(outcomes):
+    write_target(outcomes)
+    run = run_pytest(
+        outcomes, "--impl=fake_target", "--backend=local,minio", "--require-legs=minio"
+    )
+    assert run.returncode == 4, run
+    assert "minio: no Docker engine" in run.output or "minio:" in run.output, run
+    run, report = _run(
+        outcomes, "--impl=fake_target", "--backend=minio", "-k", "passes", "test_outcomes.py"
+    )
+    assert run.returncode == 0, run
+    assert _tests_by_id(report)["test_passes[minio]"]["status"] == "SKIP"
+    assert _tests_by_id(report)["test_passes[minio]"]["message"].startswith("minio:")
+
+
+def test_unknown_backend_and_unknown_clause_are_usage_errors(tmp_path):
+    write_target(tmp_path)
+    run = run_pytest(tmp_path, "--impl=fake_target", "--backend=local,floppy")
+    assert run.returncode == 4, run
+    assert "unknown backend(s) floppy" in run.output
+    (tmp_path / "test_bad.py").write_text(
+        'import pytest\n\n@pytest.mark.clause("ZZ-404")\ndef test_x():\n    pass\n'
+    )
+    run = run_pytest(tmp_path, "--impl=fake_target", "test_bad.py")
+    assert run.returncode == 4, run
+    assert "unknown clause id(s) ZZ-404" in run.output
+    (tmp_path / "test_bad.py").write_text(
+        dedent(
+            f'''
+            import pytest
+
+            @pytest.mark.clause("{MUST}")
+            @pytest.mark.requires("levitation")
+            def test_x():
+                pass
+            '''
+        )
+    )
+    run = run_pytest(tmp_path, "--impl=fake_target", "test_bad.py")
+    assert run.returncode == 4, run
+    assert "unknown capability(ies) levitation" in run.output
+
+
+SANDBOX = dedent(
+    f'''
+    import os
+
+    import pytest
+    import s3fs
+
+    ROOTS = {{}}
+
+    @pytest.mark.clause("{MUST}")
+    def test_sandbox(sandbox, backend, target):
+        name = sandbox.root.rsplit("/", 1)[1]
+        assert len(name) == 16 and name.isalnum()
+        assert sandbox.root.startswith(backend.base_url + "/")
+        assert sandbox.checkpoint_dir == sandbox.root + "/checkpoints"
+        assert sandbox.savepoint_dir == sandbox.root + "/savepoints"
+        assert sandbox.backend is backend
+        storage = sandbox.make_storage(inline_threshold=0)
+        assert storage.kwargs["checkpoint_dir"] == sandbox.checkpoint_dir
+        assert storage.kwargs["savepoint_dir"] == sandbox.savepoint_dir
+        assert storage.kwargs["options"] == {{
+            "storage_options": backend.storage_options, "inline_threshold": 0
+        }}
+        other = sandbox.make_storage(checkpoint_dir="x", savepoint_dir=None)
+        assert other.kwargs["checkpoint_dir"] == "x" and other.kwargs["savepoint_dir"] is None
+        url = sandbox.root + "/a/b.bin"
+        backend.raw.makedirs(sandbox.raw_path(sandbox.root + "/a"), exist_ok=True)
+        backend.raw.pipe(sandbox.raw_path(url), b"data")
+        assert sandbox.files() == [url]
+        assert sandbox.files(sandbox.root + "/a") == [url]
+        assert sandbox.read(url) == b"data"
+        assert sandbox.exists(url) and not sandbox.exists(sandbox.root + "/nope")
+        assert "a/b.bin (4 bytes)" in sandbox.listing(), sandbox.listing()
+        assert backend.scheme == {{"local": "file", "memory": "memory", "moto": "s3"}}[backend.name]
+        assert backend.object_store == (backend.name == "moto")
+        assert backend.cross_process == (backend.name != "memory")
+        ROOTS[backend.name] = sandbox.root
+
+    @pytest.mark.clause("{MUST}")
+    def test_previous_sandbox_was_removed(backend):
+        root = ROOTS[backend.name]
+        assert not backend.raw.exists(backend.raw_path(root)), root
+
+    @pytest.mark.clause("{MUST}")
+    @pytest.mark.backend_traits(ledger=True)
+    def test_ledger_counts(sandbox, ledger, backend):
+        fs = s3fs.S3FileSystem(skip_instance_cache=True, **backend.storage_options)
+        with ledger.record() as rec:
+            fs.pipe(sandbox.raw_path(sandbox.root + "/x"), b"1")
+        assert rec.count(operation="PutObject") == 1, rec.summary()
+        ledger.inject("GetObject", status=500, code="InternalError", times=None)
+        with open(os.environ["ENDPOINT_FILE"], "w") as out:
+            out.write(backend.endpoint)
+
+    @pytest.mark.clause("{MUST}")
+    @pytest.mark.backend_traits(ledger=True)
+    def test_faults_are_cleared_between_tests(sandbox, backend):
+        fs = s3fs.S3FileSystem(skip_instance_cache=True, **backend.storage_options)
+        fs.pipe(sandbox.raw_path(sandbox.root + "/y"), b"2")
+        assert fs.cat_file(sandbox.raw_path(sandbox.root + "/y")) == b"2"
+    '''
+)
+
+
+def test_fixtures_on_every_default_backend(tmp_path, monkeypatch):
+    pytest.importorskip("moto")
+    (tmp_path / "test_sandbox.py").write_text(SANDBOX)
+    write_target(tmp_path)
+    endpoint_file = tmp_path / "endpoint.txt"
+    monkeypatch.setenv("ENDPOINT_FILE", str(endpoint_file))
+    run, report = _run(tmp_path, "--impl=fake_target", "test_sandbox.py")
+    assert run.returncode == 0, run
+    statuses = {t["nodeid"].split("::", 1)[1]: t["status"] for t in report["tests"]}
+    assert statuses["test_sandbox[moto]"] == "PASS"
+    assert statuses["test_ledger_counts[moto]"] == "PASS"
+    assert statuses["test_faults_are_cleared_between_tests[moto]"] == "PASS"
+    assert statuses["test_ledger_counts[local]"] == "SKIP"
+    assert [b["name"] for b in report["header"]["backends"]] == ["local", "memory", "moto"]
+    # The moto server was stopped at the end of the session.
+    port = int(endpoint_file.read_text().rsplit(":", 1)[1])
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        assert sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_installed_suite_is_collected_from_an_empty_directory(tmp_path):
+    run = run_pytest(tmp_path, "--impl=ckptstore", "--backend=local", "--co", "-q")
+    assert run.returncode == 0, run
+    assert "test_str.py::" in run.output or "suite/test_" in run.output, run
+    assert "[local]" in run.output
+
+
+def test_cli_runs_pytest_and_prints_the_matrix(outcomes):
+    import subprocess
+
+    write_target(outcomes)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ckptconform.cli",
+            "--impl",
+            "fake_target",
+            "--backend",
+            "local",
+            "--report-dir",
+            "out",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "passes",
+            "test_outcomes.py",
+        ],
+        cwd=outcomes,
+        env={**__import__("os").environ, "PYTHONPATH": str(outcomes)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output
+    assert "## Clause x backend" in output
+    assert f"| {MUST} | MUST |" in output
+    assert (outcomes / "out" / "conformance.json").exists()
+    assert (outcomes / "out" / "conformance.md").exists()
+
+
+def test_runs_without_impl_are_left_alone(tmp_path):
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef backend():\n    return 'mine'\n"
+    )
+    (tmp_path / "test_plain.py").write_text(
+        "def test_own_backend_fixture(backend):\n    assert backend == 'mine'\n"
+    )
+    run = run_pytest(tmp_path, "-v")
+    assert run.returncode == 0, run
+    assert "test_own_backend_fixture PASSED" in run.output, run
+    assert "ckptconform" not in run.output.split("collected")[0], run
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, "dev"),
+        ({"CI": "true"}, "ci"),
+        ({"CI": "0"}, "dev"),
+        ({"CI": "1", "HYPOTHESIS_PROFILE": "thorough"}, "thorough"),
+    ],
+)
+def test_default_hypothesis_profile(environ, expected):
+    from ckptconform.profiles import default_profile
+
+    assert default_profile(environ) == expected
+
+
+def test_matrix_text_drops_clauses_that_did_not_run():
+    from ckptconform.cli import matrix_text
+
+    markdown = dedent(
+        """
+        # Conformance report
+
+        - target: **x**
+
+        ## Summary
+
+            1 clauses checked: 1 PASS
+
+        ## Clause x backend
+
+        | clause | level | title | local | result |
+        |---|---|---|---|---|
+        | A-1 | MUST | a | PASS | **PASS** |
+        | A-2 | MUST | b | - | **-** |
+
+        ## Clauses that did not pass
+        """
+    )
+    text = matrix_text(markdown)
+    assert "A-1" in text
+    assert "A-2" not in text
+    assert "target" not in text
+    assert "did not pass" not in text

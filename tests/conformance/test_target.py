@@ -1,0 +1,169 @@
+"""Loading and validating ``--impl`` targets; every problem is a usage error (exit code 4)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ckptconform.target import Target, TargetError, load_target, validate_target
+from tests.conformance.kit import must_clause, run_pytest, write_target
+
+
+@pytest.fixture
+def on_path(tmp_path: Path) -> Iterator[Path]:
+    """``tmp_path`` on sys.path; modules written there are forgotten afterwards."""
+    sys.path.insert(0, str(tmp_path))
+    before = set(sys.modules)
+    yield tmp_path
+    sys.path.remove(str(tmp_path))
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def test_loads_registered_entry_point():
+    target = load_target("ckptstore")
+    assert isinstance(target, Target)
+    assert target.name
+    assert "entry point ckptstore" in target.origin
+    assert target.capabilities <= {
+        "file-layout",
+        "inline-state",
+        "savepoints",
+        "relocatable-savepoints",
+        "task-owned-state",
+        "fast-duplicate",
+        "entropy-injection",
+        "memory-limit",
+    }
+
+
+def test_loads_module_default_attribute(on_path):
+    module = write_target(on_path, "tgt_default", capabilities=["savepoints"], schemes=["FILE"])
+    target = load_target(module)
+    assert target.name == "fake"
+    assert target.capabilities == frozenset({"savepoints"})
+    assert target.schemes == frozenset({"file"})
+    assert target.supports_scheme("file")
+    assert not target.supports_scheme("s3")
+    assert target.origin == f"{module}:conformance_target"
+    storage = target.make_storage(checkpoint_dir="memory:///x", options={"a": 1})
+    assert storage.kwargs == {
+        "checkpoint_dir": "memory:///x",
+        "savepoint_dir": None,
+        "options": {"a": 1},
+    }
+
+
+def test_loads_callable_attribute(on_path):
+    write_target(on_path, "tgt_base")
+    (on_path / "tgt_factory.py").write_text(
+        "import tgt_base\n\ndef make():\n    return tgt_base.conformance_target\n"
+    )
+    assert load_target("tgt_factory:make").name == "fake"
+
+
+def test_known_failures_are_kept(on_path):
+    clause = must_clause()
+    module = write_target(on_path, "tgt_known", known_failures={clause: "not yet"})
+    assert load_target(module).known_failures == {clause: "not yet"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("nosuchpkg_xyz", "no module named 'nosuchpkg_xyz' and no target of that name"),
+        ("", "--impl needs a value"),
+        ("mod:", "expected MODULE:ATTR"),
+    ],
+)
+def test_unknown_targets(spec, message):
+    with pytest.raises(TargetError, match=message):
+        load_target(spec)
+
+
+def test_broken_module(on_path):
+    (on_path / "tgt_broken.py").write_text("import nosuch_dependency_abc\n")
+    with pytest.raises(TargetError, match="importing 'tgt_broken' failed: ModuleNotFoundError"):
+        load_target("tgt_broken")
+
+
+def test_missing_attribute(on_path):
+    (on_path / "tgt_empty.py").write_text("x = 1\n")
+    with pytest.raises(TargetError, match="has no attribute 'conformance_target'"):
+        load_target("tgt_empty")
+
+
+def test_failing_factory(on_path):
+    (on_path / "tgt_raises.py").write_text(
+        "def conformance_target():\n    raise RuntimeError('boom')\n"
+    )
+    with pytest.raises(TargetError, match="RuntimeError: boom"):
+        load_target("tgt_raises")
+
+
+class _Obj:
+    def __init__(self, **attrs: object) -> None:
+        self.name = "t"
+        self.capabilities: object = ()
+        self.make_storage = lambda **kw: kw
+        self.__dict__.update(attrs)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "message"),
+    [
+        ({"name": ""}, "'name' must be a non-empty string"),
+        ({"name": 3}, "'name' must be a non-empty string"),
+        ({"make_storage": None}, "'make_storage' must be callable"),
+        ({"capabilities": ["teleport"]}, r"unknown capabilities \['teleport'\]"),
+        ({"capabilities": "savepoints"}, "'capabilities' must be a collection of strings"),
+        ({"schemes": []}, "'schemes' is empty"),
+        ({"known_failures": {"XX-99": "?"}}, r"unknown clause ids \['XX-99'\]"),
+        ({"known_failures": ["a"]}, "'known_failures' must be a mapping"),
+    ],
+)
+def test_invalid_targets(attrs, message):
+    with pytest.raises(TargetError, match=message):
+        validate_target(_Obj(**attrs), spec="x")
+
+
+def test_all_problems_are_listed():
+    with pytest.raises(TargetError) as info:
+        validate_target(_Obj(name="", capabilities=["nope"]), spec="x")
+    assert "'name'" in str(info.value)
+    assert "nope" in str(info.value)
+
+
+# --------------------------------------------------------------------------- as a user runs it
+
+
+def test_pytest_with_unknown_impl_is_a_usage_error(tmp_path):
+    run = run_pytest(tmp_path, "--impl=nosuchpkg")
+    assert run.returncode == 4, run
+    assert "no module named 'nosuchpkg'" in run.output, run
+    assert "ckptconform.targets" in run.output, run
+
+
+def test_pytest_with_broken_target_is_a_usage_error(tmp_path):
+    write_target(tmp_path, "bad_caps", capabilities=["warp-drive"])
+    run = run_pytest(tmp_path, "--impl=bad_caps")
+    assert run.returncode == 4, run
+    assert "unknown capabilities ['warp-drive']" in run.output, run
+
+
+def test_pytest_with_unknown_known_failure_is_a_usage_error(tmp_path):
+    write_target(tmp_path, "bad_known", known_failures={"NOPE-1": "x"})
+    run = run_pytest(tmp_path, "--impl=bad_known")
+    assert run.returncode == 4, run
+    assert "unknown clause ids ['NOPE-1']" in run.output, run
+
+
+def test_suite_without_impl_is_a_usage_error(tmp_path):
+    from ckptconform.plugin import suite_dir
+
+    run = run_pytest(tmp_path, str(suite_dir()), "--co")
+    assert run.returncode == 4, run
+    assert "needs a target: run it with --impl=TARGET" in run.output, run
