@@ -451,10 +451,11 @@ def sandbox(backend: Any, target: Any) -> Iterator[Any]:
 def ledger(backend: Any) -> Iterator[Any]:
     """The backend's request ledger; skips on backends that have none."""
     if backend.ledger is None:
-        pytest.skip(
-            f"no request ledger on backend {backend.name}: only servers the suite runs (moto) "
-            "record requests"
+        why = getattr(backend, "proxy_problem", None) or (
+            "requests are counted only at servers the suite runs or proxies "
+            "(moto, minio, s3 through the counting proxy)"
         )
+        pytest.skip(f"no request ledger on backend {backend.name}: {why}")
     yield backend.ledger
     backend.ledger.clear_faults()
 

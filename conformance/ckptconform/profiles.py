@@ -1,4 +1,9 @@
-"""Hypothesis profiles of the suite: ``dev`` (fast), ``ci`` (deterministic), ``thorough``.
+"""Hypothesis profiles of the suite: ``dev``, ``ci``, ``gate`` and ``thorough``.
+
+``dev`` is fast; ``ci`` is deterministic; ``gate`` is ``ci`` without shrinking, for gates that
+need a verdict rather than a minimal example (a failing run ends as soon as it fails, which
+matters when most runs are expected to fail, as in the suite's own meta-tests); ``thorough``
+searches long.
 
 The plugin registers them when pytest loads it, so ``--hypothesis-profile=ci`` works too. The
 default is ``ci`` when the ``CI`` environment variable is set, else ``dev``; ``HYPOTHESIS_PROFILE``
@@ -10,11 +15,11 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 __all__ = ["PROFILES", "default_profile", "register_profiles"]
 
-PROFILES = ("dev", "ci", "thorough")
+PROFILES = ("dev", "ci", "gate", "thorough")
 
 
 def register_profiles() -> None:
@@ -30,6 +35,11 @@ def register_profiles() -> None:
         database=None,
         print_blob=True,
         suppress_health_check=slow,
+    )
+    settings.register_profile(
+        "gate",
+        settings.get_profile("ci"),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
     )
     settings.register_profile(
         "thorough",

@@ -115,6 +115,15 @@ def _require_job_id(job_id: Any) -> JobID:
 # --------------------------------------------------------------------------- locations
 
 
+
+def _own_or_local(schemes: list[str]) -> list[str]:
+    """The schemes a storage may open by itself: those of its paths, else the local file system.
+
+    A JobManager storage with no paths at all still takes savepoints to, and resolves pointers
+    on, the local file system, which is Flink's default file system when none is configured.
+    """
+    return schemes or ["file"]
+
 class PersistentMetadataCheckpointStorageLocation(MemCheckpointStreamFactory):
     """A checkpoint or savepoint whose state is inline but whose ``_metadata`` is a file (MEM3)."""
 
@@ -278,7 +287,7 @@ class MemoryBackendCheckpointStorageAccess:
         self._checkpoints_dir = base.child(str(self._job_id)) if base is not None else None
         self._savepoint_dir = _optional_path(savepoint_path, "savepoint path")
         own = [p.scheme for p in (base, self._savepoint_dir) if p is not None]
-        self._allowed_schemes = normalise_schemes([*own, *allowed_schemes])
+        self._allowed_schemes = normalise_schemes([*_own_or_local(own), *allowed_schemes])
         # Registering (no I/O) lets handles written elsewhere with these options, such as
         # a metadata handle unpickled in this process, find their file system by token.
         for scheme in sorted(set(own)):
@@ -476,7 +485,7 @@ class JobManagerCheckpointStorage:
         schemes = [parse_storage_path(p).scheme for p in own]
         return resolve_checkpoint_pointer(
             external_pointer,
-            allowed_schemes=[*schemes, *self._allowed_schemes],
+            allowed_schemes=[*_own_or_local(schemes), *self._allowed_schemes],
             storage_options=self._storage_options,
         )
 

@@ -45,8 +45,15 @@ class SuiteRun:
         return "\n".join(lines)
 
 
-def run_suite(impl: str, backends: str, workdir: Path, *extra: str, timeout: int = 900) -> SuiteRun:
-    """Run ``pytest --impl=<impl>`` in ``workdir`` and return its report."""
+def run_suite(
+    impl: str,
+    backends: str,
+    workdir: Path,
+    *extra: str,
+    profile: str = "ci",
+    timeout: int = 900,
+) -> SuiteRun:
+    """Run ``pytest --impl=<impl>`` in ``workdir`` with a hypothesis profile; return its report."""
     report_dir = workdir / "report"
     command = [
         sys.executable,
@@ -64,7 +71,7 @@ def run_suite(impl: str, backends: str, workdir: Path, *extra: str, timeout: int
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(BROKEN_DIR), env.get("PYTHONPATH", "")) if p
     )
-    env.setdefault("HYPOTHESIS_PROFILE", "ci")
+    env["HYPOTHESIS_PROFILE"] = profile
     env.pop("PYTEST_ADDOPTS", None)
     completed = subprocess.run(
         command,

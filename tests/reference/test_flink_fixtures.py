@@ -1,6 +1,6 @@
 """The reference against checkpoint trees written by real Apache Flink 2.3.0 (PyFlink, Java 17).
 
-The fixture (see ``/work/shared/fixtures/README.md``) holds a job directory with retained
+The fixture (see ``fixtures/flink/README.md``) holds a job directory with retained
 checkpoints chk-9, chk-11, chk-12, an aborted chk-13 without ``_metadata``, empty shared/ and
 taskowned/, and a canonical savepoint (id 10, so chk-10 never existed). The reference must
 resolve Flink's pointers in every spelling (PTR1, PTR6-PTR9, T-BASE1), fail precisely on the
@@ -26,7 +26,7 @@ from ckptstore.paths import parse_storage_path
 
 REPO = Path(__file__).resolve().parents[2]
 ARCHIVE_NAMES = ("hashmap-inline0.tar.gz", "flink-2.3.0-hashmap-inline0.tar.gz")
-SHARED_ARCHIVE = Path("/work/shared/fixtures/flink-2.3.0/hashmap-inline0.tar.gz")
+SHARED_ARCHIVE = REPO.parent / "shared" / "fixtures" / "flink-2.3.0" / "hashmap-inline0.tar.gz"
 
 JOB = "28035f78a330f28ba4ff4840f31b71d0"
 SAVEPOINT = "savepoint-28035f-1a44b3786f30"

@@ -495,8 +495,10 @@ def test_resolve_only_own_schemes(job_id: JobID, tmp_path: Path) -> None:
     with pytest.raises(UnsupportedSchemeError, match="s3"):
         storage.resolve_checkpoint("s3://bucket/somewhere/chk-1")
     with pytest.raises(UnsupportedSchemeError):
-        JobManagerCheckpointStorage().resolve_checkpoint(f"file://{tmp_path.as_posix()}")
-    allowed = JobManagerCheckpointStorage(allowed_schemes=["file"])
+        JobManagerCheckpointStorage(savepoint_path="memory://sp").resolve_checkpoint(
+            f"file://{tmp_path.as_posix()}"
+        )
+    allowed = JobManagerCheckpointStorage(savepoint_path="memory://sp", allowed_schemes=["file"])
     with pytest.raises(CheckpointNotFoundError):
         allowed.resolve_checkpoint(f"file://{tmp_path.as_posix()}/missing")
 
@@ -753,3 +755,26 @@ def test_memory_stream_rejects_non_bytes(bad: Any) -> None:
     stream = MemoryCheckpointOutputStream(10)
     with pytest.raises((InvalidArgumentError, MissingArgumentError)):
         stream.write(bad)
+
+
+def test_storage_without_paths_uses_the_local_file_system(tmp_path):
+    """CS3/ACC7: with no paths configured, savepoints to a local target work and resolve.
+
+    The scheme allow-list defaults to the local file system (Flink's default file system);
+    any other scheme still needs allowed_schemes.
+    """
+    from ckptstore import JobManagerCheckpointStorage
+    from ckptstore.api import JobID
+    from ckptstore.errors import UnsupportedSchemeError
+
+    storage = JobManagerCheckpointStorage()
+    access = storage.create_checkpoint_storage(JobID.generate())
+    location = access.initialize_location_for_savepoint(3, tmp_path.as_uri())
+    with location.create_metadata_output_stream() as out:
+        out.write(b"savepoint metadata")
+        completed = out.close_and_finalize_checkpoint()
+    resolved = storage.resolve_checkpoint(completed.external_pointer)
+    with resolved.metadata_handle.open_input_stream() as stream:
+        assert stream.read() == b"savepoint metadata"
+    with pytest.raises(UnsupportedSchemeError):
+        storage.resolve_checkpoint("s3://bucket/savepoint-abcdef-0123456789ab")

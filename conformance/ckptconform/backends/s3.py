@@ -4,11 +4,22 @@ Credentials come from ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY`` (and ``AWS
 ``AWS_REGION``); the bucket from ``--s3-bucket`` (default ``ckptconform``) and it is created if
 missing. The raw file system is s3fs with no instance or listings cache, and it tags its requests
 with ``ledger.RAW_USER_AGENT`` so a request ledger leaves them out of counts.
+
+Servers the suite does not run in-process (``s3``, ``minio``) get their request ledger from a
+``CountingProxy`` on 127.0.0.1: ``storage_options["endpoint_url"]`` is the proxy's URL, so every
+request of the implementation, from any process, passes the ledger. The raw file system talks to
+the proxy too: its requests are recorded but marked raw (left out of counts, never faulted),
+exactly as on moto, and the suite and the implementation see the server through the same door.
+``--s3-endpoint`` keeps naming the real server; the proxy is an implementation detail of the
+suite. When the server refuses requests through the proxy (servers that route on the ``Host``
+header, such as AWS S3 itself: see ``ckptconform.proxy``) while a direct bucket check works, the
+leg runs directly against the server without a ledger, with a warning; counting clauses skip.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, ClassVar
 
 from ckptconform.backends.base import Backend, BackendUnavailableError
@@ -42,6 +53,13 @@ class S3Backend(Backend):
     _secret: str | None = None
     _token: str | None = None
     _fs: Any = None
+    #: The real server behind the counting proxy (``None`` when clients talk to it directly).
+    upstream: str | None = None
+    #: Why the leg runs without its counting proxy (``None`` when it has one or never needs one).
+    proxy_problem: str | None = None
+    _proxy: Any = None
+    #: True when the backend puts a ``CountingProxy`` in front of its server.
+    ledger_via_proxy: ClassVar[bool] = False
 
     @property
     def storage_options(self) -> dict[str, Any]:
@@ -81,6 +99,34 @@ class S3Backend(Backend):
             ) from exc
         self._fs = fs
 
+    def _start_behind_proxy(self, upstream: str) -> None:
+        """Reach ``upstream`` through a counting proxy (sets ``endpoint`` and ``ledger``)."""
+        from ckptconform.proxy import CountingProxy
+
+        self.upstream = upstream
+        self.proxy_problem = None
+        self._proxy = CountingProxy(upstream)
+        self.endpoint = self._proxy.start()
+        self.ledger = self._proxy.ledger
+        try:
+            self._ensure_bucket()
+        except BackendUnavailableError as through_proxy:
+            self._stop_proxy()
+            self.endpoint = upstream
+            self._ensure_bucket()  # a direct failure too: the server itself is the problem
+            self.proxy_problem = (
+                f"the server refuses requests through the counting proxy ({through_proxy}); "
+                "running without a request ledger"
+            )
+            warnings.warn(f"ckptconform: {self.name}: {self.proxy_problem}", stacklevel=2)
+
+    def _stop_proxy(self) -> None:
+        self._fs = None
+        self.ledger = None
+        if self._proxy is not None:
+            self._proxy.stop()
+            self._proxy = None
+
     @property
     def raw(self) -> Any:
         if self._fs is None:
@@ -97,7 +143,20 @@ class S3Backend(Backend):
     def describe(self) -> str:
         ledger = ", request ledger" if self.has_ledger else ""
         bucket = self.bucket if self.started else self.settings.s3_bucket
-        where = self.endpoint or self.planned_endpoint or self.settings.s3_endpoint or "no endpoint"
+        where = (
+            self.upstream
+            or self.endpoint
+            or self.planned_endpoint
+            or self.settings.s3_endpoint
+            or "no endpoint"
+        )
+        if self.ledger_via_proxy:
+            if self.proxy_problem is not None:
+                ledger = f", no request ledger: {self.proxy_problem}"
+            elif self._proxy is not None:
+                where += f" via counting proxy {self._proxy.url}"
+            else:
+                ledger = ", request ledger via counting proxy"
         return f"{self.name} (s3, {where}, bucket {bucket}{ledger})"
 
 
@@ -105,6 +164,8 @@ class S3EndpointBackend(S3Backend):
     """Any running S3 endpoint given with ``--s3-endpoint``."""
 
     name = "s3"
+    has_ledger = True
+    ledger_via_proxy = True
 
     def availability(self) -> str | None:
         if not self.settings.s3_endpoint:
@@ -112,7 +173,7 @@ class S3EndpointBackend(S3Backend):
         return s3_missing_packages()
 
     def _start(self) -> None:
-        self.endpoint = self.settings.s3_endpoint
+        assert self.settings.s3_endpoint is not None  # availability() checked it
         self.bucket = self.settings.s3_bucket
         self.region = (
             os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
@@ -120,7 +181,7 @@ class S3EndpointBackend(S3Backend):
         self._key = os.environ.get("AWS_ACCESS_KEY_ID")
         self._secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
         self._token = os.environ.get("AWS_SESSION_TOKEN")
-        self._ensure_bucket()
+        self._start_behind_proxy(self.settings.s3_endpoint)
 
     def _stop(self) -> None:
-        self._fs = None
+        self._stop_proxy()
