@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The main job: set up, then run the conformance suite against the reference storage on the
-# embedded backends (local, memory, moto's S3 server on 127.0.0.1) and print the clause report.
-# Extra arguments go to `ckptconform` (e.g. --backend=local or --impl=mypkg).
+# embedded backends (local, memory, moto's S3 server on 127.0.0.1, and MinIO where a Docker
+# engine answers; otherwise its leg is skipped with the reason) and print the clause report.
+# The moto leg is required: it fails rather than skips. Extra arguments go to `ckptconform`
+# (e.g. --backend=local or --impl=mypkg) and to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/ckptconform --impl=ckptstore --report-dir conformance-report "$@"
+exec .venv/bin/ckptconform --impl=ckptstore --backend=local,memory,moto,minio \
+  --require-legs=moto --report-dir conformance-report "$@"
