@@ -116,10 +116,18 @@ class Backend:
         """fsspec-style options an implementation needs to reach this backend (a copy)."""
         return {}
 
+    #: set by ``_start``: the file system behind ``raw``
+    _fs: Any = None
+
     @property
     def raw(self) -> Any:
-        """An fsspec file system for the suite's own inspection (bypasses the implementation)."""
-        raise NotImplementedError
+        """An fsspec file system for the suite's own inspection (bypasses the implementation).
+
+        Starts the backend on first use.
+        """
+        if self._fs is None:
+            self.start()
+        return self._fs
 
     @property
     def base_url(self) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ckptconform.backends.base import Backend
 
@@ -19,7 +18,6 @@ class LocalBackend(Backend):
     cross_process = True
 
     _dir: Path | None = None
-    _fs: Any = None
 
     def _start(self) -> None:
         from fsspec.implementations.local import LocalFileSystem
@@ -31,12 +29,6 @@ class LocalBackend(Backend):
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
-
-    @property
-    def raw(self) -> Any:
-        if self._fs is None:
-            self.start()
-        return self._fs
 
     @property
     def base_url(self) -> str:

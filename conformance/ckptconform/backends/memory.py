@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ckptconform.backends.base import Backend, random_name
 
 __all__ = ["MemoryBackend"]
@@ -16,7 +14,6 @@ class MemoryBackend(Backend):
     cross_process = False
 
     _base: str | None = None
-    _fs: Any = None
 
     def _start(self) -> None:
         import fsspec
@@ -28,12 +25,6 @@ class MemoryBackend(Backend):
         if self._base is not None and self._fs is not None:
             self.remove(self._base)
         self._base = None
-
-    @property
-    def raw(self) -> Any:
-        if self._fs is None:
-            self.start()
-        return self._fs
 
     @property
     def base_url(self) -> str:

@@ -52,7 +52,6 @@ class S3Backend(Backend):
     _key: str | None = None
     _secret: str | None = None
     _token: str | None = None
-    _fs: Any = None
     #: The real server behind the counting proxy (``None`` when clients talk to it directly).
     upstream: str | None = None
     #: Why the leg runs without its counting proxy (``None`` when it has one or never needs one).
@@ -126,12 +125,6 @@ class S3Backend(Backend):
         if self._proxy is not None:
             self._proxy.stop()
             self._proxy = None
-
-    @property
-    def raw(self) -> Any:
-        if self._fs is None:
-            self.start()
-        return self._fs
 
     @property
     def base_url(self) -> str:
