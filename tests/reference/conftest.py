@@ -22,6 +22,7 @@ import pytest
 from ckptstore import filesystems
 from ckptstore.paths import parse_storage_path
 from tests.reference._fsroot import FsRoot, SpyFileSystem
+from tests.reference._moto import S3Root, new_root, reset_filesystem_caches, running_moto
 
 
 @pytest.fixture(params=["local", "memory"])
@@ -74,3 +75,21 @@ def spy_fs(monkeypatch: pytest.MonkeyPatch) -> Any:
         return spy
 
     return install
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[Any]:
+    """moto's S3 server on 127.0.0.1 with its request ledger, for one test module."""
+    with running_moto() as backend:
+        yield backend
+
+
+@pytest.fixture
+def s3(moto: Any) -> Iterator[S3Root]:
+    """A fresh random root in the moto bucket; caches are reset and the root removed after."""
+    root = new_root(moto)
+    try:
+        yield root
+    finally:
+        reset_filesystem_caches()
+        root.cleanup()

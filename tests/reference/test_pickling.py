@@ -17,7 +17,6 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,30 +30,12 @@ from tests.reference import _pickle_child
 from tests.reference._moto import (
     DIRECTORY_PROBES,
     S3Root,
-    new_root,
     reset_filesystem_caches,
-    running_moto,
 )
 
 CHILD = Path(_pickle_child.__file__)
 SECRET = "h5-S3cr3t-value-9f2c"
 SERIALIZERS = {"pickle": pickle, "cloudpickle": cloudpickle}
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[Any]:
-    with running_moto() as backend:
-        yield backend
-
-
-@pytest.fixture
-def s3(moto: Any) -> Iterator[S3Root]:
-    root = new_root(moto)
-    try:
-        yield root
-    finally:
-        reset_filesystem_caches()
-        root.cleanup()
 
 
 def s3_storage(s3: S3Root, secret: str = SECRET) -> FileSystemCheckpointStorage:

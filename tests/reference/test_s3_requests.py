@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import pickle
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,9 +30,6 @@ from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from tests.reference._moto import (
     DIRECTORY_PROBES,
     S3Root,
-    new_root,
-    reset_filesystem_caches,
-    running_moto,
 )
 
 pytest.importorskip("s3fs")
@@ -47,22 +43,6 @@ MIB = 1024 * 1024
 EXCLUSIVE = CheckpointedStateScope.EXCLUSIVE
 SHARED = CheckpointedStateScope.SHARED
 DEFAULT_REFERENCE = CheckpointStorageLocationReference.default()
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[Any]:
-    with running_moto() as backend:
-        yield backend
-
-
-@pytest.fixture
-def s3(moto: Any) -> Iterator[S3Root]:
-    root = new_root(moto)
-    try:
-        yield root
-    finally:
-        reset_filesystem_caches()
-        root.cleanup()
 
 
 def make_storage(s3: S3Root, **options: Any) -> FileSystemCheckpointStorage:

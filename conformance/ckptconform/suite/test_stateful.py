@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +50,7 @@ from ckptconform.suite._driver import (
     payload,
     read_handle,
     same_location,
+    tagged,
     write_state,
 )
 from ckptconform.suite._strategies import capped, chunkings
@@ -109,17 +109,9 @@ class CheckpointMachine(RuleBasedStateMachine):
     def _msg(self, clause: str, operation: str, **inputs: Any) -> str:
         return fail_message(clause, operation, self.sandbox, **inputs)
 
-    @contextmanager
-    def _step(self, clause: str, operation: str, **inputs: Any) -> Iterator[None]:
+    def _step(self, clause: str, operation: str, **inputs: Any) -> AbstractContextManager[None]:
         """Run one operation; an unexpected exception fails ``clause`` with its context."""
-        try:
-            yield
-        except AssertionError:
-            raise
-        except Exception as exc:
-            raise AssertionError(
-                self._msg(clause, operation, **inputs) + f"\nraised {type(exc).__name__}: {exc}"
-            ) from exc
+        return tagged(clause, operation, self.sandbox, **inputs)
 
     def _roundtrip(self, obj: Any, clause: str, what: str) -> Any:
         with self._step(clause, f"pickle round trip of {what}", obj=obj):
