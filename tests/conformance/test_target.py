@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ckptconform.clauses import CAPABILITIES
 from ckptconform.target import Target, TargetError, load_target, validate_target
 from tests.conformance.kit import must_clause, run_pytest, write_target
 
@@ -28,16 +29,7 @@ def test_loads_registered_entry_point():
     assert isinstance(target, Target)
     assert target.name
     assert "entry point ckptstore" in target.origin
-    assert target.capabilities <= {
-        "file-layout",
-        "inline-state",
-        "savepoints",
-        "relocatable-savepoints",
-        "task-owned-state",
-        "fast-duplicate",
-        "entropy-injection",
-        "memory-limit",
-    }
+    assert target.capabilities <= set(CAPABILITIES)
 
 
 def test_loads_module_default_attribute(on_path):

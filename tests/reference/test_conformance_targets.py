@@ -224,3 +224,10 @@ def test_make_storage_is_keyword_only(tmp_path: Path) -> None:
     args: Any = (_dirs(tmp_path)["checkpoint_dir"], None, {})
     with pytest.raises(TypeError):
         conformance_target.make_storage(*args)
+
+
+def test_documented_capabilities_are_the_suites():
+    """ARCHITECTURE.md section 4: the names the reference claims are the suite's catalog."""
+    from ckptconform.clauses import CAPABILITIES
+
+    assert set(CAPABILITIES) == DOCUMENTED_CAPABILITIES
