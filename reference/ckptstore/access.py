@@ -35,10 +35,10 @@ from ckptstore.errors import (
     UnsupportedSchemeError,
 )
 from ckptstore.filesystems import (
-    get_filesystem,
+    filesystem_for,
     make_directories,
     make_directory_exclusive,
-    register_filesystem,
+    register_path,
     traits_for,
 )
 from ckptstore.locations import FsCheckpointStorageLocation
@@ -106,7 +106,11 @@ class FsCheckpointStorageAccess:
         if savepoint_base is not None:
             schemes.add(savepoint_base.scheme)
         self._allowed_schemes = normalise_schemes(schemes)
-        self._token = register_filesystem(checkpoint_base.scheme, self._storage_options)
+        # Register (no I/O) the options for the store and buckets of both base directories,
+        # so handles read in this process find them (``ckptstore.filesystems``).
+        self._token = register_path(checkpoint_base, self._storage_options)
+        if savepoint_base is not None:
+            register_path(savepoint_base, self._storage_options)
 
     # ------------------------------------------------------------------ properties
 
@@ -135,7 +139,7 @@ class FsCheckpointStorageAccess:
         return None if self._savepoint_base is None else self._savepoint_base.url
 
     def _token_for(self, path: StoragePath) -> str:
-        return register_filesystem(path.scheme, self._storage_options)
+        return register_path(path, self._storage_options)
 
     def _check_scheme(self, path: StoragePath, what: str) -> None:
         if path.scheme not in self._allowed_schemes:
@@ -163,7 +167,7 @@ class FsCheckpointStorageAccess:
 
     def initialize_base_locations_for_checkpoint(self) -> None:
         """Create ``shared/`` and ``taskowned/`` on directory file systems (ACC5)."""
-        fs = get_filesystem(self._checkpoints_dir.scheme, self._token)
+        fs = filesystem_for(self._checkpoints_dir, self._token)
         for directory, what in (
             (self._shared_dir, "shared state"),
             (self._task_owned_dir, "task owned state"),
@@ -178,10 +182,8 @@ class FsCheckpointStorageAccess:
     def initialize_location_for_checkpoint(self, checkpoint_id: int) -> FsCheckpointStorageLocation:
         """``chk-<n>``, created on directory file systems; nothing sent to object stores (ACC6)."""
         location = self._checkpoint_location(_checkpoint_id(checkpoint_id))
-        make_directories(
-            get_filesystem(self._checkpoints_dir.scheme, self._token),
-            parse_storage_path(location.checkpoint_directory),
-        )
+        directory = parse_storage_path(location.checkpoint_directory)
+        make_directories(filesystem_for(directory, self._token), directory)
         return location
 
     def initialize_location_for_savepoint(
@@ -198,7 +200,7 @@ class FsCheckpointStorageAccess:
                 "No savepoint location given and no default location configured."
             )
         token = self._token_for(base)
-        fs = get_filesystem(base.scheme, token)
+        fs = filesystem_for(base, token)
         prefix = f"{SAVEPOINT_DIR_PREFIX}{str(self._job_id)[:6]}-"
         last: BaseException | None = None
         for _ in range(MAX_SAVEPOINT_DIR_ATTEMPTS):

@@ -16,6 +16,33 @@ from them; it only has to provide the methods.
 Errors: the contract names built-in exception types (``TypeError`` for a missing argument,
 ``ValueError`` for an invalid one, ``FileNotFoundError`` for a missing checkpoint,
 ``OSError`` for any other I/O problem). Implementations may raise subclasses.
+
+Handles read elsewhere: state handles and completed locations are values that travel
+(pickled into ``_metadata``, to a restarted coordinator, to a Spark executor that reads
+``_metadata``), so they carry no credentials and no client; at most a non-secret identity of
+the store they were written to (e.g. a short hash of scheme and endpoint URL without
+userinfo or query). Wherever a handle is read or discarded (``open_input_stream``,
+``discard_state``, and the same for a completed location's ``metadata_handle``,
+``dispose_storage_location`` and the handles of ``resolve_handle``), any implementation must
+pick the connection settings in this order, in the process doing the I/O:
+
+1. the settings configured in that process for the same store (same scheme and endpoint,
+   never compared by credentials); if several storages configured it, the most recent one
+   (so a rotated secret works);
+2. else the settings of a storage configured in that process for the handle's scheme and
+   bucket (authority), whatever its exact options: another endpoint URL to the same data,
+   another secret; the most recent one;
+3. else the process-wide configuration of the file-system library for the scheme (for
+   fsspec: ``FSSPEC_S3_ENDPOINT_URL``, ``FSSPEC_S3_KEY``, ``FSSPEC_S3_SECRET``... or its
+   config directory), exactly as any URL of that scheme would be opened.
+
+"Configured in that process" means a storage constructed or unpickled there (and its
+accesses), for the buckets of its checkpoint and savepoint directories and the savepoint
+targets it used. A handle must never fall back to a default endpoint while a storage of the
+process names its bucket. A read whose endpoint cannot be reached fails within seconds (bounded
+retries and connect timeouts by default, which the user may override) with an ``OSError``
+(``FileNotFoundError`` for a missing object) whose message names the endpoint and the path,
+and never a credential.
 """
 
 from __future__ import annotations
@@ -238,6 +265,10 @@ class StreamStateHandle(Protocol):
     """A handle to a piece of checkpointed state: its bytes, wherever they live.
 
     Handles are picklable values. ``state_size`` is the number of bytes (``-1`` if unknown).
+    A handle that names a file carries no credentials; read or discarded in another process
+    it finds its connection settings by the rule of this module's docstring ("Handles read
+    elsewhere": same store, else same scheme and bucket, else the library's process-wide
+    configuration), and an unreachable endpoint raises ``OSError`` in seconds.
     """
 
     @property

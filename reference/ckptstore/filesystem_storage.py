@@ -17,8 +17,9 @@ from ckptstore.access import FsCheckpointStorageAccess
 from ckptstore.api import JobID
 from ckptstore.entropy import EntropyInjector, validate_entropy_options
 from ckptstore.errors import ConfigurationError, InvalidArgumentError, MissingArgumentError
-from ckptstore.filesystems import register_filesystem, traits_for
+from ckptstore.filesystems import register_path, traits_for
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.io_errors import SECRET_MARKERS
 from ckptstore.locations import MAX_FILE_STATE_THRESHOLD
 from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import StoragePath, parse_storage_path
@@ -38,9 +39,6 @@ DEFAULT_FILE_STATE_THRESHOLD = 20 * 1024
 #: CFG5: execution.checkpointing.write-buffer-size.
 DEFAULT_WRITE_BUFFER_SIZE = 4096
 
-_SECRET_MARKERS = ("key", "secret", "token", "password", "passwd", "session", "credential",
-                   "auth", "sas", "signature", "private")
-
 
 def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of fsspec options with secret-looking values replaced by ``'***'`` (recursive)."""
@@ -49,7 +47,7 @@ def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
         lowered = str(name).lower()
         if isinstance(value, Mapping):
             result[name] = redact_options(value)
-        elif any(marker in lowered for marker in _SECRET_MARKERS):
+        elif any(marker in lowered for marker in SECRET_MARKERS):
             result[name] = "***"
         else:
             result[name] = value
@@ -143,11 +141,12 @@ class FileSystemCheckpointStorage:
         self._entropy_key = entropy_key
         self._entropy_length = entropy_length
         self._allowed_schemes = tuple(sorted(normalise_schemes(allowed_schemes)))
-        # Register the connection options in this process (also after unpickling), so handles
-        # unpickled here find the right file system by their token. No I/O.
+        # Register the connection options in this process (also after unpickling) for the
+        # store and buckets of both paths, so handles read here find them (rules in
+        # ``ckptstore.filesystems``). No I/O.
         for path in (checkpoint, savepoint):
             if path is not None:
-                register_filesystem(path.scheme, self._storage_options)
+                register_path(path, self._storage_options)
 
     # ------------------------------------------------------------------ PyFlink getters
 

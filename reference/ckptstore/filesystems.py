@@ -1,11 +1,30 @@
 """The process-wide registry of fsspec file systems, scheme traits and the few raw operations.
 
 Why a registry: storages are picklable configuration and handles are small values, so neither
-may carry a file-system instance or credentials. A storage registers ``(scheme,
-storage_options)`` and gets a short token (a hash, no secrets); handles carry the token and
-look the file system up here. In a process where the token is unknown (a handle unpickled
-before any storage), the scheme's fsspec defaults are used (credentials then come from the
-environment, as with any fsspec URL).
+may carry a file-system instance or credentials. A handle carries a *store token*: a short
+hash of the store's identity (canonical scheme family plus endpoint URL without userinfo,
+query or fragment; the region only when no endpoint is set, as it then picks AWS's endpoint).
+The token is never derived from credentials, so two processes that reach the same store with
+different secrets agree on it.
+
+Registration: every storage (when constructed or unpickled) and every access registers its
+``storage_options`` here, for the store they name and for the *authorities* (buckets) of its
+checkpoint directory, savepoint directory and the savepoint targets and pointers it uses. No
+I/O. A handle read or discard in any process resolves its file system by these rules
+(:func:`get_filesystem`, the rule ``ckptstore.api`` states for all implementations):
+
+1. the options registered for the handle's store (same token); among several, the most recent
+   registration that also named the handle's bucket, else the most recent for the store;
+2. else the most recent options registered for the handle's scheme and bucket (a storage
+   unpickled here that reaches the same data through another endpoint URL or secret);
+3. else the process-wide fsspec configuration for the scheme (``FSSPEC_S3_ENDPOINT_URL``,
+   ``FSSPEC_S3_KEY``, ... or ``FSSPEC_CONFIG_DIR``), as ``fsspec.filesystem(scheme)`` applies it.
+
+Options are always fsspec's configuration for the scheme updated by the storage's own options
+(fsspec's precedence), with bounded S3 defaults below both (:data:`S3_DEFAULTS`): an
+unreachable endpoint fails in seconds, not after minutes of retries. Instances are cached per
+options and per process id, so a forked worker builds its own (s3fs keeps an event loop and
+sessions that must not cross a fork).
 
 Traits: object stores (``s3``, ``gs``, ``az``, ...) have no real directories, so nobody sends
 a request for a directory there (S1, ACC5, ACC6). ``file`` and ``memory`` have directories,
@@ -13,7 +32,8 @@ which the coordinator creates with ``makedirs``.
 
 The raw operations here are the only places that touch a file system's quirks: exclusive
 file creation, the atomic exclusive publish of ``_metadata``, deletes that tolerate a missing
-target, a GET-only read on S3 and server-side copies.
+target, a GET-only read on S3 and server-side copies. Failures leave them as the contract's
+``OSError`` subclasses through ``ckptstore.io_errors``.
 """
 
 from __future__ import annotations
@@ -26,20 +46,30 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any, BinaryIO, cast
 
 import fsspec
+import fsspec.config
 
 from ckptstore.errors import CheckpointIOError, MetadataExistsError
+from ckptstore.io_errors import (
+    guarded_reader,
+    io_errors,
+    is_unreachable,
+    public_endpoint,
+    translate_io_error,
+)
 from ckptstore.paths import StoragePath
 
 __all__ = [
     "DIRECTORY_SCHEMES",
     "OBJECT_STORE_SCHEMES",
+    "S3_DEFAULTS",
     "S3_SCHEMES",
     "SchemeTraits",
+    "authority_of",
     "delete_file",
     "discard_writer",
     "delete_tree",
@@ -53,8 +83,10 @@ __all__ = [
     "open_for_read",
     "publish_exclusive",
     "register_filesystem",
+    "register_path",
     "registered_filesystem_token",
     "server_side_copy",
+    "store_token",
     "sync_and_close",
     "traits_for",
 ]
@@ -68,6 +100,22 @@ DIRECTORY_SCHEMES = frozenset({"file", "memory"})
 _COPY_SCHEMES = frozenset(S3_SCHEMES | {"gs", "gcs", "file", "memory"})
 # Writers that are plain local/in-memory files: closing them is all the cleanup they need.
 _LOCAL_FILE_TYPES: tuple[type, ...] = (io.BufferedWriter, io.FileIO, io.BytesIO)
+
+#: Bounded S3 defaults, used unless the storage options or fsspec's configuration set them:
+#: ``retries`` is s3fs's own retry loop (the reference applies it to the instance; s3fs takes
+#: it as a class attribute, default 5), ``config_kwargs`` go to botocore: a 2 s connect
+#: timeout and 2 attempts in standard retry mode (not set when ``AWS_MAX_ATTEMPTS`` or
+#: ``AWS_RETRY_MODE`` is in the environment). A connection-refused endpoint then fails in
+#: about 1-3 s; one that drops packets within about 4 x 2 s plus backoff.
+S3_DEFAULTS: Mapping[str, Any] = {
+    "use_listings_cache": False,
+    "retries": 2,
+    "config_kwargs": {"connect_timeout": 2, "retries": {"max_attempts": 2, "mode": "standard"}},
+}
+_S3_RETRY_ENVIRONMENT = ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE")
+# fsspec applies its configuration for every protocol name of the implementation class.
+_CONFIG_PROTOCOLS = {"s3": ("s3", "s3a"), "gs": ("gs", "gcs")}
+_ENDPOINT_OPTIONS = ("endpoint_url", "endpoint", "account_url", "account_name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,39 +149,161 @@ def traits_for(scheme: str) -> SchemeTraits:
     )
 
 
+def _family(scheme: str) -> str:
+    """Spellings of one store share it: ``s3``/``s3a``/``s3n``, ``gs``/``gcs``."""
+    if scheme in S3_SCHEMES:
+        return "s3"
+    if scheme == "gcs":
+        return "gs"
+    return scheme
+
+
+def authority_of(path: StoragePath) -> str | None:
+    """The bucket (first segment) of an object-store path; ``None`` for file and memory."""
+    if path.scheme in DIRECTORY_SCHEMES or not path.has_authority:
+        return None
+    return path.path.split("/", 1)[0] or None
+
+
+def _fsspec_configuration(scheme: str) -> dict[str, Any]:
+    """fsspec's process-wide configuration for ``scheme`` (environment and config dir)."""
+    merged: dict[str, Any] = {}
+    for protocol in _CONFIG_PROTOCOLS.get(_family(scheme), (scheme,)):
+        merged.update(_copy_options(fsspec.config.conf.get(protocol, {})))
+    return merged
+
+
+def _copy_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy with nested dicts copied (values such as a user's session object are shared)."""
+    return {
+        name: _copy_options(value) if isinstance(value, dict) else value
+        for name, value in options.items()
+    }
+
+
 def filesystem_options(scheme: str, storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
     """The fsspec options actually used for ``scheme``.
 
     ``file`` and ``memory`` take none (the user's connection options are meant for the
-    remote store). For S3 the listings cache is off unless the user asked for it: a cached
-    listing would hide other processes' writes (pointer resolution, metadata checks).
+    remote store). Otherwise: fsspec's configuration for the scheme, updated by
+    ``storage_options`` (fsspec's own precedence: explicit options win, key by key), then
+    the bounded :data:`S3_DEFAULTS` for whatever neither set. For S3 the listings cache is
+    off unless asked for: a cached listing would hide other processes' writes.
     """
     if scheme in DIRECTORY_SCHEMES:
         return {}
-    options = dict(storage_options or {})
+    options = _fsspec_configuration(scheme)
+    options.update(_copy_options(storage_options or {}))
     if scheme in S3_SCHEMES:
-        options.setdefault("use_listings_cache", False)
+        for name, value in S3_DEFAULTS.items():
+            if name != "config_kwargs":
+                options.setdefault(name, value)
+        config = dict(options.get("config_kwargs") or {})
+        defaults = S3_DEFAULTS["config_kwargs"]
+        config.setdefault("connect_timeout", defaults["connect_timeout"])
+        if "retries" not in config and not any(k in os.environ for k in _S3_RETRY_ENVIRONMENT):
+            config["retries"] = dict(defaults["retries"])
+        options["config_kwargs"] = config
     return options
 
 
+def _digest(value: Any) -> str:
+    blob = json.dumps(value, default=repr, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _endpoint_option(options: Mapping[str, Any]) -> Any:
+    for name in _ENDPOINT_OPTIONS:
+        if options.get(name):
+            return options[name]
+    client_kwargs = options.get("client_kwargs")
+    if isinstance(client_kwargs, Mapping) and client_kwargs.get("endpoint_url"):
+        return client_kwargs["endpoint_url"]
+    return None
+
+
+def _region_option(options: Mapping[str, Any]) -> Any:
+    client_kwargs = options.get("client_kwargs")
+    if isinstance(client_kwargs, Mapping):
+        return client_kwargs.get("region_name")
+    return None
+
+
+def _identity(scheme: str, options: Mapping[str, Any]) -> str:
+    family = _family(scheme)
+    if scheme in DIRECTORY_SCHEMES:
+        parts: list[Any] = [family]
+    else:
+        endpoint = public_endpoint(_endpoint_option(options))
+        parts = [family, endpoint]
+        if endpoint is None:
+            parts.append(str(_region_option(options) or ""))
+    return "fs-" + _digest(parts)[:16]
+
+
+def store_token(scheme: str, storage_options: Mapping[str, Any] | None = None) -> str:
+    """The token of the store that ``storage_options`` reach for ``scheme`` (no secrets).
+
+    A short hash of the scheme family and the endpoint without userinfo, query or fragment
+    (the region when no endpoint is set); credentials play no part. No registration.
+    """
+    return _identity(scheme, filesystem_options(scheme, storage_options))
+
+
+@dataclass(frozen=True, slots=True)
+class _Registration:
+    scheme: str
+    family: str
+    options: dict[str, Any]
+    #: digest of the full options (secrets included): the instance cache key, never shown
+    key: str
+
+
 _LOCK = threading.Lock()
-_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {}
+_REGISTRATIONS: dict[str, _Registration] = {}
+#: store token -> key of its most recent registration (rule 1)
+_BY_STORE: dict[str, str] = {}
+#: (store token, authority) -> key of the most recent registration naming both (rule 1)
+_BY_STORE_AUTHORITY: dict[tuple[str, str], str] = {}
+#: (scheme family, authority) -> key of the most recent registration naming it (rule 2)
+_BY_AUTHORITY: dict[tuple[str, str], str] = {}
+#: (options key, pid) -> file system instance
 _INSTANCES: dict[tuple[str, int], Any] = {}
 _MEMORY_LOCK = threading.Lock()
 
 
-def _token(scheme: str, options: Mapping[str, Any]) -> str:
-    blob = json.dumps([scheme, sorted(options.items())], default=repr, sort_keys=True)
-    return "fs-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+def _registration(scheme: str, options: dict[str, Any]) -> _Registration:
+    return _Registration(scheme, _family(scheme), options, _digest([scheme, options]))
 
 
-def register_filesystem(scheme: str, storage_options: Mapping[str, Any] | None = None) -> str:
-    """Register the options for ``scheme`` and return their token (idempotent, thread-safe)."""
+def register_filesystem(
+    scheme: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    authorities: Iterable[str | None] = (),
+) -> str:
+    """Register ``storage_options`` for ``scheme`` (and the given buckets); return the token.
+
+    Thread-safe, no I/O. Registering again makes these options the most recent ones for
+    their store and for every authority named (so a rotated secret wins over the old one).
+    """
     options = filesystem_options(scheme, storage_options)
-    token = _token(scheme, options)
+    token = _identity(scheme, options)
+    registration = _registration(scheme, options)
     with _LOCK:
-        _OPTIONS.setdefault(token, (scheme, options))
+        _REGISTRATIONS[registration.key] = registration
+        _BY_STORE[token] = registration.key
+        if scheme not in DIRECTORY_SCHEMES:
+            for authority in authorities:
+                if authority:
+                    _BY_STORE_AUTHORITY[(token, authority)] = registration.key
+                    _BY_AUTHORITY[(registration.family, authority)] = registration.key
     return token
+
+
+def register_path(path: StoragePath, storage_options: Mapping[str, Any] | None = None) -> str:
+    """``register_filesystem`` for the scheme and bucket of ``path``."""
+    return register_filesystem(path.scheme, storage_options, authorities=(authority_of(path),))
 
 
 def registered_filesystem_token(scheme: str) -> str:
@@ -141,29 +311,57 @@ def registered_filesystem_token(scheme: str) -> str:
     return register_filesystem(scheme, None)
 
 
-def get_filesystem(scheme: str, token: str | None = None) -> Any:
-    """The fsspec file system for ``token`` (or the scheme's defaults when unknown here).
+def _lookup(scheme: str, token: str | None, authority: str | None) -> _Registration | None:
+    """Rules 1 and 2 of the module docstring (call with ``_LOCK`` held)."""
+    family = _family(scheme)
+    keys: list[str | None] = []
+    if token:
+        if authority:
+            keys.append(_BY_STORE_AUTHORITY.get((token, authority)))
+        keys.append(_BY_STORE.get(token))
+    if authority and scheme not in DIRECTORY_SCHEMES:
+        keys.append(_BY_AUTHORITY.get((family, authority)))
+    for key in keys:
+        registration = _REGISTRATIONS.get(key) if key else None
+        if registration is not None and registration.family == family:
+            return registration
+    return None
 
-    Instances are cached per process id, so a forked worker builds its own (s3fs keeps an
-    event loop and sessions that must not cross a fork).
+
+def _instantiate(scheme: str, options: Mapping[str, Any]) -> Any:
+    kwargs = _copy_options(options)
+    retries = kwargs.pop("retries", None) if scheme in S3_SCHEMES else None
+    if retries is not None:
+        # s3fs keeps ``retries`` as an attribute (its __init__ passes unknown names on to
+        # the botocore session), so it is set on a private instance
+        kwargs["skip_instance_cache"] = True
+    fs = fsspec.filesystem(scheme, **kwargs)
+    if retries is not None:
+        fs.retries = max(1, int(retries))
+    return fs
+
+
+def get_filesystem(scheme: str, token: str | None = None, *, authority: str | None = None) -> Any:
+    """The fsspec file system for a store token and bucket, by the rules of this module.
+
+    Rule 1 (``token``'s own registrations), rule 2 (``authority``'s), rule 3 (fsspec's
+    configuration for ``scheme``). Instances are cached per options and per process id.
     """
     with _LOCK:
-        entry = _OPTIONS.get(token) if token else None
-        if token is None or entry is None or entry[0] != scheme:
-            options = filesystem_options(scheme, None)
-            token = _token(scheme, options)
-            entry = _OPTIONS.setdefault(token, (scheme, options))
-        key = (token, os.getpid())
-        fs = _INSTANCES.get(key)
+        registration = _lookup(scheme, token, authority)
+        if registration is None:
+            registration = _registration(scheme, filesystem_options(scheme, None))
+        cache_key = (registration.key, os.getpid())
+        fs = _INSTANCES.get(cache_key)
         if fs is None:
-            fs = fsspec.filesystem(entry[0], **entry[1])
-            _INSTANCES[key] = fs
+            fs = _instantiate(registration.scheme, registration.options)
+            _INSTANCES[cache_key] = fs
         return fs
 
 
 def filesystem_for(path: StoragePath, token: str | None = None) -> Any:
-    """Shorthand for ``get_filesystem(path.scheme, token)``."""
-    return get_filesystem(path.scheme, token)
+    """``get_filesystem`` for the scheme and bucket of ``path``."""
+    return get_filesystem(path.scheme, token, authority=authority_of(path))
 
 
 # --------------------------------------------------------------------------- directories
@@ -306,7 +504,9 @@ def delete_file(fs: Any, path: StoragePath) -> None:
     """Delete one file; a missing file is fine; never touch the parent (H2, T-FSH2..5).
 
     When the delete succeeds nothing else is asked. When it fails, one existence check
-    decides: gone means success, still there raises ``CheckpointIOError``.
+    decides: gone means success, still there raises ``CheckpointIOError``. When the endpoint
+    could not be reached at all, the check is skipped (it could not be answered either) and
+    the failure is raised at once.
     """
     try:
         fs.rm_file(path.path)
@@ -315,24 +515,30 @@ def delete_file(fs: Any, path: StoragePath) -> None:
         return
     except Exception as exc:
         failure: Exception = exc
-    try:
-        still_there = bool(fs.exists(path.path))
-    except Exception:
-        still_there = True
-    if still_there:
-        raise CheckpointIOError(f"Failed to delete {path.url}: {failure}") from failure
+    if not is_unreachable(failure):
+        try:
+            still_there = bool(fs.exists(path.path))
+        except Exception:
+            still_there = True
+        if not still_there:
+            return
+    error = translate_io_error(failure, "delete", path, fs, any_exception=True)
+    if error is failure:
+        raise failure
+    raise error from failure
 
 
 def delete_tree(fs: Any, path: StoragePath) -> None:
     """Delete a directory and everything below it; missing is fine (MD6, MD7, T-CCL1)."""
-    try:
-        fs.rm(path.path, recursive=True)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        if exc.errno == errno.ENOENT:
+    with io_errors("delete", path, fs):
+        try:
+            fs.rm(path.path, recursive=True)
+        except FileNotFoundError:
             return
-        raise CheckpointIOError(f"Failed to delete {path.url}: {exc}") from exc
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return
+            raise
 
 
 def file_info(fs: Any, path: StoragePath) -> dict[str, Any] | None:
@@ -344,7 +550,17 @@ def file_info(fs: Any, path: StoragePath) -> dict[str, Any] | None:
 
 
 def open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
-    """Open a file for reading; with a known size, S3 costs one GET and no HEAD."""
+    """Open a file for reading; with a known size, S3 costs one GET and no HEAD.
+
+    The reader raises the contract's errors (``ckptstore.io_errors``) on open and on read:
+    on S3 the GET happens at the first ``read()``.
+    """
+    with io_errors("read", path, fs):
+        reader = _open_for_read(fs, path, size)
+    return guarded_reader(reader, path, fs)
+
+
+def _open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
     if path.scheme == "file":
         return open(path.path, "rb")
     if size >= 0 and traits_for(path.scheme).read_with_size_hint:

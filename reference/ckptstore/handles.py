@@ -1,9 +1,13 @@
 """File state handles: ``FileStateHandle`` and ``RelativeFileStateHandle`` (H1-H3, H6).
 
 A handle is a small picklable value: the file's canonical URL, its size and the token of the
-file system registry entry it was written with (``ckptstore.filesystems``). It never holds a
-file system instance or credentials; reading or discarding looks the file system up by token
-(falling back to the scheme's fsspec defaults in a process that does not know the token).
+store it was written to (``ckptstore.filesystems``: a short hash of scheme and endpoint, never
+of credentials). It never holds a file system instance or credentials. Reading or discarding,
+in whatever process, looks the file system up by the registry's rules: the options registered
+in this process for the same store, else for the file's scheme and bucket, else fsspec's
+process-wide configuration for the scheme. Failures raise the contract's ``OSError`` types
+(``CheckpointNotFoundError`` for a missing file, ``CheckpointIOError`` otherwise) naming the
+endpoint and the path.
 
 Equality follows Flink: a ``FileStateHandle`` compares by path only; a relative handle also
 compares its relative path.
@@ -15,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from ckptstore.errors import InvalidArgumentError, MissingArgumentError
-from ckptstore.filesystems import delete_file, get_filesystem, open_for_read
+from ckptstore.filesystems import authority_of, delete_file, get_filesystem, open_for_read
 from ckptstore.paths import StoragePath, parse_storage_path
 
 __all__ = ["FileStateHandle", "RelativeFileStateHandle"]
@@ -43,19 +47,21 @@ class FileStateHandle:
         """The parsed location of the file."""
         return parse_storage_path(self.file_path)
 
-    def _filesystem(self) -> Any:
-        return get_filesystem(self.storage_path.scheme, self.fs_token)
+    def _filesystem(self, path: StoragePath) -> Any:
+        return get_filesystem(path.scheme, self.fs_token, authority=authority_of(path))
 
     def open_input_stream(self) -> BinaryIO:
         """Open the file for reading; on S3 one GET (the size is known: no HEAD)."""
-        return open_for_read(self._filesystem(), self.storage_path, self.state_size)
+        path = self.storage_path
+        return open_for_read(self._filesystem(path), path, self.state_size)
 
     def as_bytes_if_in_memory(self) -> bytes | None:
         return None
 
     def discard_state(self) -> None:
         """Delete the file (never its directory); a missing file is not an error (H2)."""
-        delete_file(self._filesystem(), self.storage_path)
+        path = self.storage_path
+        delete_file(self._filesystem(path), path)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

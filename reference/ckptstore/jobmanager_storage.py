@@ -44,10 +44,10 @@ from ckptstore.errors import (
 )
 from ckptstore.filesystems import (
     delete_tree,
-    get_filesystem,
+    filesystem_for,
     make_directories,
     make_directory_exclusive,
-    register_filesystem,
+    register_path,
 )
 from ckptstore.memory_streams import MemCheckpointStreamFactory, MemoryCheckpointOutputStream
 from ckptstore.metadata import (
@@ -151,7 +151,7 @@ class PersistentMetadataCheckpointStorageLocation(MemCheckpointStreamFactory):
 
     def dispose_on_failure(self) -> None:
         """Delete the checkpoint's directory and everything in it (MD7)."""
-        delete_tree(get_filesystem(self._dir.scheme, self._fs_token), self._dir)
+        delete_tree(filesystem_for(self._dir, self._fs_token), self._dir)
 
     def __repr__(self) -> str:
         return (
@@ -286,12 +286,13 @@ class MemoryBackendCheckpointStorageAccess:
         base = _optional_path(checkpoint_path, "checkpoint path")
         self._checkpoints_dir = base.child(str(self._job_id)) if base is not None else None
         self._savepoint_dir = _optional_path(savepoint_path, "savepoint path")
-        own = [p.scheme for p in (base, self._savepoint_dir) if p is not None]
+        paths = [p for p in (base, self._savepoint_dir) if p is not None]
+        own = [p.scheme for p in paths]
         self._allowed_schemes = normalise_schemes([*_own_or_local(own), *allowed_schemes])
-        # Registering (no I/O) lets handles written elsewhere with these options, such as
-        # a metadata handle unpickled in this process, find their file system by token.
-        for scheme in sorted(set(own)):
-            register_filesystem(scheme, self._storage_options)
+        # Registering (no I/O) lets handles written elsewhere, such as a metadata handle
+        # unpickled in this process, find these options (rules in ``ckptstore.filesystems``).
+        for path in paths:
+            register_path(path, self._storage_options)
 
     # -- configuration, as Flink's getters (T-MEM1..T-MEM3)
 
@@ -310,7 +311,7 @@ class MemoryBackendCheckpointStorageAccess:
         return None if self._savepoint_dir is None else self._savepoint_dir.url
 
     def _token(self, path: StoragePath) -> str:
-        return register_filesystem(path.scheme, self._storage_options)
+        return register_path(path, self._storage_options)
 
     # -- coordinator view
 
@@ -339,7 +340,7 @@ class MemoryBackendCheckpointStorageAccess:
             return NonPersistentMetadataCheckpointStorageLocation(self._max_state_size)
         directory = self._checkpoints_dir.child(f"{CHECKPOINT_DIR_PREFIX}{checkpoint_id}")
         token = self._token(directory)
-        make_directories(get_filesystem(directory.scheme, token), directory)
+        make_directories(filesystem_for(directory, token), directory)
         return PersistentMetadataCheckpointStorageLocation(directory, self._max_state_size, token)
 
     def initialize_location_for_savepoint(
@@ -363,7 +364,7 @@ class MemoryBackendCheckpointStorageAccess:
             )
         token = self._token(base)
         directory = _create_savepoint_directory(
-            get_filesystem(base.scheme, token), base, self._job_id
+            filesystem_for(base, token), base, self._job_id
         )
         return PersistentMetadataCheckpointStorageLocation(directory, self._max_state_size, token)
 
@@ -453,6 +454,18 @@ class JobManagerCheckpointStorage:
                 f"{describe(allowed_schemes)}"
             )
         self._allowed_schemes = tuple(sorted(normalise_schemes(allowed_schemes)))
+        self._register()
+
+    def _register(self) -> None:
+        """Register the options for the store and bucket of each path (no I/O)."""
+        for path in (self._checkpoint_path, self._savepoint_path):
+            if path is not None:
+                register_path(parse_storage_path(path), self._storage_options)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # unpickled: register here too, as a constructed storage does
+        self.__dict__.update(state)
+        self._register()
 
     # -- PyFlink getters
 

@@ -20,7 +20,7 @@ from ckptstore.api import (
 )
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import InvalidArgumentError, MissingArgumentError
-from ckptstore.filesystems import delete_tree, get_filesystem, traits_for
+from ckptstore.filesystems import delete_tree, filesystem_for, traits_for
 from ckptstore.metadata import FsCheckpointMetadataOutputStream
 from ckptstore.paths import StoragePath
 from ckptstore.streams import FsCheckpointStateOutputStream
@@ -182,7 +182,7 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
         if self._metadata_file.parent != self._exclusive_dir:
             targets.append(self._metadata_file.parent)
         for target in targets:
-            delete_tree(get_filesystem(target.scheme, self._fs_token), target)
+            delete_tree(filesystem_for(target, self._fs_token), target)
 
     def __repr__(self) -> str:
         return f"FsCheckpointStorageLocation({self._exclusive_dir.url!r}, {self._reference!r})"

@@ -13,7 +13,7 @@ handle, recursive dispose and ``resolve_handle`` (rebasing relative handles onto
 checkpoint's directory, with a path-traversal guard).
 
 Both classes work with any file system of the registry: pass URLs (or ``StoragePath``) and
-the registry token (``filesystems.register_filesystem``). The JobManager storage uses them too.
+the store token (``filesystems.register_filesystem``). The JobManager storage uses them too.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ckptstore.errors import (
 from ckptstore.filesystems import (
     delete_tree,
     file_info,
-    get_filesystem,
+    filesystem_for,
     publish_exclusive,
     traits_for,
 )
@@ -98,7 +98,7 @@ class FsCompletedCheckpointStorageLocation:
         return self.metadata_handle.storage_path.parent.url
 
     def _filesystem(self, path: StoragePath) -> Any:
-        return get_filesystem(path.scheme, self.fs_token)
+        return filesystem_for(path, self.fs_token)
 
     def dispose_storage_location(self) -> None:
         """Delete the checkpoint's own directory recursively; a missing one is fine.
@@ -157,7 +157,7 @@ class FsCheckpointMetadataOutputStream:
             else self._target.parent
         )
         self._fs_token = fs_token
-        self._fs = get_filesystem(self._target.scheme, fs_token)
+        self._fs = filesystem_for(self._target, fs_token)
         if check_existing is None:
             check_existing = traits_for(self._target.scheme).real_directories
         if check_existing and file_info(self._fs, self._target) is not None:

@@ -30,10 +30,11 @@ from ckptstore.errors import (
 from ckptstore.filesystems import (
     DIRECTORY_SCHEMES,
     S3_SCHEMES,
-    get_filesystem,
-    register_filesystem,
+    filesystem_for,
+    register_path,
 )
 from ckptstore.handles import FileStateHandle
+from ckptstore.io_errors import io_errors
 from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import LOCAL_SCHEMES, StoragePath, canonical_scheme, parse_storage_path
 
@@ -118,14 +119,15 @@ def resolve_checkpoint_pointer(
         else location.scheme in normalise_schemes(options_schemes)
     )
     try:
-        token = register_filesystem(location.scheme, storage_options if use_options else None)
-        fs = get_filesystem(location.scheme, token)
+        token = register_path(location, storage_options if use_options else None)
+        fs = filesystem_for(location, token)
     except Exception as exc:
         raise CheckpointIOError(
             f"Cannot access file system for checkpoint/savepoint path '{pointer}'."
         ) from exc
 
-    metadata_path, size = _find_metadata(fs, location, pointer)
+    with io_errors("resolve the checkpoint pointer", location, fs):
+        metadata_path, size = _find_metadata(fs, location, pointer)
     directory = metadata_path.parent
     handle = FileStateHandle(metadata_path.url, size, fs_token=token)
     return FsCompletedCheckpointStorageLocation(
@@ -134,18 +136,11 @@ def resolve_checkpoint_pointer(
 
 
 def _info(fs: Any, path: StoragePath, pointer: str) -> dict[str, Any] | None:
-    try:
-        info = fs.info(path.path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except PermissionError as exc:
-        raise CheckpointIOError(
-            f"Cannot read checkpoint/savepoint path '{pointer}': {exc}"
-        ) from exc
-    except OSError as exc:
-        raise CheckpointIOError(
-            f"Cannot access file system for checkpoint/savepoint path '{pointer}'."
-        ) from exc
+    with io_errors(f"resolve the checkpoint/savepoint pointer '{pointer}': looking up", path, fs):
+        try:
+            info = fs.info(path.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
     return info if isinstance(info, dict) else None
 
 

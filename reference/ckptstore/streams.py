@@ -29,7 +29,7 @@ from ckptstore.errors import CheckpointIOError, InvalidArgumentError, StreamClos
 from ckptstore.filesystems import (
     delete_file,
     discard_writer,
-    get_filesystem,
+    filesystem_for,
     open_exclusive_write,
     sync_and_close,
     traits_for,
@@ -178,7 +178,7 @@ class FsCheckpointStateOutputStream:
 
     def _create_file(self) -> None:
         if self._fs is None:
-            self._fs = get_filesystem(self._base_dir.scheme, self._fs_token)
+            self._fs = filesystem_for(self._base_dir, self._fs_token)
         last: BaseException | None = None
         for _ in range(MAX_FILE_CREATION_ATTEMPTS):
             target = self._base_dir.child(str(uuid.uuid4()))

@@ -21,7 +21,7 @@ from ckptstore.errors import (
     InvalidHandleError,
     MissingArgumentError,
 )
-from ckptstore.filesystems import get_filesystem, server_side_copy, traits_for
+from ckptstore.filesystems import filesystem_for, server_side_copy, traits_for
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.paths import StoragePath, parse_storage_path
 
@@ -86,7 +86,7 @@ class FsCheckpointStateToolset:
                     "different file systems"
                 )
             sources.append((handle, source))
-        fs = get_filesystem(self._base_dir.scheme, self._fs_token)
+        fs = filesystem_for(self._base_dir, self._fs_token)
         results: list[StreamStateHandle] = []
         for handle, source in sources:
             target = self._destination(source)

@@ -64,8 +64,8 @@ def spy_fs(monkeypatch: pytest.MonkeyPatch) -> Any:
         real = filesystems.get_filesystem
         spy = SpyFileSystem(real(scheme))
 
-        def fake(requested: str, token: str | None = None) -> Any:
-            return spy if requested == scheme else real(requested, token)
+        def fake(requested: str, token: str | None = None, **kwargs: Any) -> Any:
+            return spy if requested == scheme else real(requested, token, **kwargs)
 
         for module in ("filesystems", "handles", "metadata", "streams", "locations",
                        "access", "pointers", "toolset"):

@@ -5,26 +5,132 @@ from __future__ import annotations
 import pickle
 
 import fsspec
+import fsspec.config
+import pytest
 
+from ckptstore import filesystems
 from ckptstore.filesystems import (
     filesystem_options,
     get_filesystem,
     register_filesystem,
+    store_token,
     traits_for,
 )
+from ckptstore.io_errors import public_endpoint
 
 
-def test_tokens_are_stable_and_free_of_secrets() -> None:
-    """Handles carry a token: same options -> same token, no credential inside."""
+def test_tokens_name_the_store_and_never_the_credentials() -> None:
+    """Handles carry a store token: scheme + endpoint (no userinfo/query), no credentials."""
     options = {"key": "AKIASECRET", "secret": "S3CR3T", "endpoint_url": "http://127.0.0.1:1"}
     token = register_filesystem("s3", options)
     assert token == register_filesystem("s3", dict(reversed(list(options.items()))))
-    assert token != register_filesystem("s3", {**options, "secret": "other"})
+    # another secret, another key, userinfo/query/trailing slash/case: the same store
+    assert token == register_filesystem("s3", {**options, "secret": "other", "key": "K2"})
+    assert token == store_token("s3", {"endpoint_url": "http://u:pw@127.0.0.1:1/?sig=x"})
+    assert token == store_token("s3", {"endpoint_url": "HTTP://127.0.0.1:1/"})
+    assert token == store_token("s3", {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}})
+    assert token == store_token("s3a", options)  # spellings of one store
+    # another endpoint is another store
+    assert token != store_token("s3", {**options, "endpoint_url": "http://127.0.0.1:2"})
+    assert token != store_token("gs", options)
+    # without an endpoint the region picks AWS's endpoint
+    east = store_token("s3", {"client_kwargs": {"region_name": "us-east-1"}})
+    assert east != store_token("s3", {"client_kwargs": {"region_name": "eu-west-1"}})
     assert "S3CR3T" not in token
     assert "AKIA" not in token
     assert len(token) < 32
     assert token.isascii()
     assert pickle.loads(pickle.dumps(token)) == token
+
+
+def test_public_endpoint_strips_userinfo_query_and_fragment() -> None:
+    """What may be hashed or shown of an endpoint URL."""
+    assert public_endpoint("https://user:pw@Host.Example:9000/base/?X-Amz-Signature=s#f") == (
+        "https://host.example:9000/base"
+    )
+    assert public_endpoint("127.0.0.1:9000") == "127.0.0.1:9000"
+    assert public_endpoint(None) is None
+    assert public_endpoint("") is None
+
+
+def test_s3_options_get_bounded_defaults_that_the_user_can_override(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read that cannot reach its endpoint fails in seconds unless the user wants longer."""
+    for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    options = filesystem_options("s3", {"endpoint_url": "http://127.0.0.1:1"})
+    assert options["retries"] == 2
+    assert options["config_kwargs"] == {
+        "connect_timeout": 2,
+        "retries": {"max_attempts": 2, "mode": "standard"},
+    }
+    mine = filesystem_options(
+        "s3",
+        {"retries": 7, "config_kwargs": {"connect_timeout": 30, "retries": {"mode": "adaptive"}}},
+    )
+    assert mine["retries"] == 7
+    assert mine["config_kwargs"] == {"connect_timeout": 30, "retries": {"mode": "adaptive"}}
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "9")  # botocore's own setting is respected
+    assert "retries" not in filesystem_options("s3", {})["config_kwargs"]
+
+
+def test_s3fs_instances_get_the_retries_option() -> None:
+    """s3fs takes ``retries`` as an attribute only; the registry sets it on its instance."""
+    pytest.importorskip("s3fs")
+    token = register_filesystem(
+        "s3", {"endpoint_url": "http://127.0.0.1:3", "retries": 4}, authorities=["b-retries"]
+    )
+    fs = get_filesystem("s3", token, authority="b-retries")
+    assert fs.retries == 4
+    assert fs.config_kwargs["connect_timeout"] == 2
+
+
+def test_fsspec_configuration_is_the_base_of_every_option_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rule 3's source (FSSPEC_S3_* / config dir) sits below the storage's own options."""
+    monkeypatch.setitem(
+        fsspec.config.conf, "s3", {"endpoint_url": "http://127.0.0.1:4", "key": "env-key"}
+    )
+    assert filesystem_options("s3", None)["endpoint_url"] == "http://127.0.0.1:4"
+    assert filesystem_options("s3", {"key": "mine"})["key"] == "mine"
+    assert store_token("s3", None) == store_token("s3", {"endpoint_url": "http://127.0.0.1:4"})
+
+
+def test_resolution_rules_store_then_bucket_then_fsspec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule 1 (same store, most recent, preferring the bucket), rule 2 (bucket), rule 3."""
+    pytest.importorskip("s3fs")
+    monkeypatch.setattr(filesystems, "_REGISTRATIONS", {})
+    monkeypatch.setattr(filesystems, "_BY_STORE", {})
+    monkeypatch.setattr(filesystems, "_BY_STORE_AUTHORITY", {})
+    monkeypatch.setattr(filesystems, "_BY_AUTHORITY", {})
+    monkeypatch.setattr(filesystems, "_INSTANCES", {})
+    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": "http://127.0.0.1:9"})
+
+    def used(token: str | None, bucket: str) -> tuple[str, str | None]:
+        fs = get_filesystem("s3", token, authority=bucket)
+        return fs.endpoint_url, fs.key
+
+    one = {"endpoint_url": "http://127.0.0.1:5"}
+    two = {"endpoint_url": "http://127.0.0.1:6"}
+    t1 = register_filesystem("s3", {**one, "key": "old"}, authorities=["data"])
+    t2 = register_filesystem("s3", {**two, "key": "proxy"}, authorities=["data"])
+    # rule 1 beats rule 2: each store keeps its own handles, although two came later
+    assert used(t1, "data") == ("http://127.0.0.1:5", "old")
+    assert used(t2, "data") == ("http://127.0.0.1:6", "proxy")
+    # most recent registration of a store wins (a rotated secret)
+    register_filesystem("s3", {**one, "key": "rotated"}, authorities=["data"])
+    assert used(t1, "data") == ("http://127.0.0.1:5", "rotated")
+    # ... but a registration that named the handle's bucket beats one for another bucket
+    register_filesystem("s3", {**one, "key": "tenant-b"}, authorities=["other"])
+    assert used(t1, "data") == ("http://127.0.0.1:5", "rotated")
+    assert used(t1, "elsewhere") == ("http://127.0.0.1:5", "tenant-b")
+    # rule 2: an unknown store (or no token) goes where this process reaches the bucket
+    assert used("fs-0000000000000000", "data") == ("http://127.0.0.1:5", "rotated")
+    assert used(None, "other") == ("http://127.0.0.1:5", "tenant-b")
+    # rule 3: nothing registered for store or bucket: fsspec's configuration
+    assert used("fs-0000000000000000", "unknown-bucket") == ("http://127.0.0.1:9", None)
 
 
 def test_local_and_memory_ignore_remote_options() -> None:
@@ -40,7 +146,7 @@ def test_s3_listings_cache_off_by_default() -> None:
 
 
 def test_unknown_token_falls_back_to_defaults() -> None:
-    """A token unknown in this process gives the scheme's fsspec defaults."""
+    """A token unknown in this process (and no bucket) gives the scheme's fsspec defaults."""
     fs = get_filesystem("memory", "fs-unknown")
     assert isinstance(fs, type(fsspec.filesystem("memory")))
     assert get_filesystem("memory", register_filesystem("memory")) is get_filesystem("memory")

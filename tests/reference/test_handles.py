@@ -35,7 +35,7 @@ class _ScriptedFs:
 
 
 def _with_fs(monkeypatch: pytest.MonkeyPatch, fs: Any) -> None:
-    monkeypatch.setattr(handles_module, "get_filesystem", lambda scheme, token=None: fs)
+    monkeypatch.setattr(handles_module, "get_filesystem", lambda scheme, token=None, **kw: fs)
 
 
 def test_dispose_deletes_file(fsroot: FsRoot) -> None:

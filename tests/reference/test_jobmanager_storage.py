@@ -180,17 +180,25 @@ def test_is_a_checkpoint_storage(job_id: JobID) -> None:
 
 
 def test_access_registers_its_file_systems(job_id: JobID) -> None:
-    """SER-4: the access registers its options, so unpickled handles find their file system."""
+    """SER-4: the storage (also when unpickled) and its access register their options for
+    the store and bucket of each path, so handles read in this process find them."""
     options = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}
     storage = JobManagerCheckpointStorage(
         "s3://bucket/ckpt", savepoint_path="memory:///sp", storage_options=options
     )
-    with mock.patch("ckptstore.jobmanager_storage.register_filesystem") as register:
+
+    def registered(register: mock.Mock) -> list[tuple[str, Any]]:
+        return sorted((path.url, opts) for path, opts in (c.args for c in register.call_args_list))
+
+    with mock.patch("ckptstore.jobmanager_storage.register_path") as register:
         storage.create_checkpoint_storage(job_id)
-    assert sorted(call.args for call in register.call_args_list) == [
-        ("memory", options),
-        ("s3", options),
+    assert registered(register) == [
+        ("memory:///sp", options),
+        ("s3://bucket/ckpt", options),
     ]
+    with mock.patch("ckptstore.jobmanager_storage.register_path") as register:
+        pickle.loads(pickle.dumps(storage))
+    assert registered(register) == [("memory:///sp", options), ("s3://bucket/ckpt", options)]
 
 
 def test_create_checkpoint_storage_needs_a_job_id() -> None:
@@ -422,7 +430,7 @@ def test_no_directory_requests_on_object_stores(job_id: JobID) -> None:
     storage = JobManagerCheckpointStorage("s3://bucket/ckpt", savepoint_path="s3://bucket/sp")
     access = storage.create_checkpoint_storage(job_id)
     fake_fs = mock.Mock()
-    with mock.patch("ckptstore.jobmanager_storage.get_filesystem", return_value=fake_fs):
+    with mock.patch("ckptstore.jobmanager_storage.filesystem_for", return_value=fake_fs):
         access.initialize_base_locations_for_checkpoint()
         location = access.initialize_location_for_checkpoint(5)
         savepoint = access.initialize_location_for_savepoint(5)

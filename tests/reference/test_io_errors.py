@@ -1,0 +1,131 @@
+"""ckptstore.io_errors: the one mapping of file-system failures to the contract's OSErrors."""
+
+from __future__ import annotations
+
+import io
+from typing import Any, ClassVar
+
+import pytest
+
+from ckptstore.errors import (
+    CheckpointIOError,
+    CheckpointNotFoundError,
+    InvalidArgumentError,
+    MetadataExistsError,
+)
+from ckptstore.io_errors import (
+    endpoint_label,
+    guarded_reader,
+    io_errors,
+    is_unreachable,
+    translate_io_error,
+)
+from ckptstore.paths import parse_storage_path
+
+PATH = parse_storage_path("s3://bucket/dir/state")
+SECRET = "io-S3cr3t-7d1e"
+
+
+class _FakeS3:
+    """What the mapper reads of an s3fs instance (duck typing)."""
+
+    endpoint_url = "http://user:pw@127.0.0.1:9000/?X-Amz-Signature=abc"
+    client_kwargs: ClassVar[dict[str, Any]] = {}
+    key = "io-access-key"
+    secret = SECRET
+    storage_options: ClassVar[dict[str, Any]] = {
+        "endpoint_url": endpoint_url,
+        "key": key,
+        "secret": SECRET,
+    }
+
+
+class EndpointConnectionError(Exception):
+    """Stands in for botocore's exception of the same name (no OSError)."""
+
+
+EndpointConnectionError.__module__ = "botocore.exceptions"
+
+
+def test_client_library_failure_becomes_checkpoint_io_error_naming_endpoint_and_path() -> None:
+    """A botocore-style exception (not an OSError) comes out as CheckpointIOError."""
+    cause = EndpointConnectionError(
+        f'Could not connect to "http://user:{SECRET}@127.0.0.1:9000/bucket/dir/state?sig=x" '
+        f"with {SECRET}"
+    )
+    with pytest.raises(CheckpointIOError) as caught, io_errors("read", PATH, _FakeS3()):
+        raise cause
+    error = caught.value
+    assert isinstance(error, OSError)
+    message = str(error)
+    assert message.startswith("Could not read s3://bucket/dir/state (endpoint http://127.0.0.1:9000)")
+    assert "EndpointConnectionError" in message
+    for secret in (SECRET, "user:", "pw@", "X-Amz-Signature", "sig=x"):
+        assert secret not in message, message
+    assert error.__cause__ is cause
+    assert is_unreachable(cause)
+
+
+def test_missing_file_becomes_not_found() -> None:
+    """FileNotFoundError (s3fs: NoSuchKey) -> CheckpointNotFoundError, still a FileNotFoundError."""
+    with pytest.raises(CheckpointNotFoundError) as caught, io_errors("read", PATH, _FakeS3()):
+        raise FileNotFoundError("bucket/dir/state")
+    assert isinstance(caught.value, FileNotFoundError)
+    assert "s3://bucket/dir/state" in str(caught.value)
+    assert "http://127.0.0.1:9000" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "error", [PermissionError("denied"), TimeoutError("slow"), OSError(5, "EIO")]
+)
+def test_other_os_errors_become_checkpoint_io_error(error: OSError) -> None:
+    translated = translate_io_error(error, "delete", PATH, _FakeS3())
+    assert type(translated) is CheckpointIOError
+    assert str(translated).startswith("Could not delete s3://bucket/dir/state")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [TypeError("bug"), KeyError("bug"), InvalidArgumentError("ours"), MetadataExistsError("ours")],
+)
+def test_programming_errors_and_our_own_errors_pass_unchanged(error: Exception) -> None:
+    with pytest.raises(type(error)) as caught, io_errors("read", PATH, _FakeS3()):
+        raise error
+    assert caught.value is error
+
+
+def test_endpoint_labels() -> None:
+    assert endpoint_label(None, "file") == "local file system"
+    assert endpoint_label(None, "memory") == "memory file system"
+    assert endpoint_label(_FakeS3(), "s3") == "http://127.0.0.1:9000"
+
+    class _Aws:
+        endpoint_url = None
+        client_kwargs: ClassVar[dict[str, str]] = {"region_name": "eu-west-1"}
+
+    assert endpoint_label(_Aws(), "s3") == "the default s3 endpoint, region eu-west-1"
+
+
+def test_guarded_reader_translates_read_failures_and_delegates_the_rest() -> None:
+    """On S3 the GET happens at the first read: the reader maps its failures too."""
+
+    class _Failing(io.BytesIO):
+        def read(self, size: int | None = -1, /) -> bytes:
+            raise EndpointConnectionError("no route")
+
+    reader = guarded_reader(_Failing(b"x"), PATH, _FakeS3())
+    with pytest.raises(CheckpointIOError, match="Could not read s3://bucket/dir/state"), reader:
+        reader.read()
+    assert reader.closed
+
+    ok = guarded_reader(io.BytesIO(b"abcdef"), PATH, None)
+    with ok:
+        assert ok.read(2) == b"ab"
+        assert ok.tell() == 2
+        buffer = bytearray(2)
+        assert ok.readinto(buffer) == 2
+        assert bytes(buffer) == b"cd"
+        assert ok.seek(0) == 0
+        assert ok.read() == b"abcdef"
+        assert ok.getvalue() == b"abcdef"  # type: ignore[attr-defined]
+    assert ok.closed
