@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job: set up, then run the conformance suite against the reference storage on the
 # embedded backends (local, memory, moto's S3 server on 127.0.0.1, and MinIO where a Docker
-# engine answers; otherwise its leg is skipped with the reason) and print the clause report.
-# The moto leg is required: it fails rather than skips. Extra arguments go to `ckptconform`
+# engine answers; otherwise its leg is skipped with the reason) and on the Spark leg (a
+# local-cluster[2,1,1024] where Java 17 is found; otherwise skipped with the reason), and print
+# the clause report. The moto leg is required: it fails rather than skips (CI requires Spark too). Extra arguments go to `ckptconform`
 # (e.g. --backend=local or --impl=mypkg) and to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."

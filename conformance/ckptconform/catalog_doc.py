@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ckptconform import __version__
-from ckptconform.clauses import CAPABILITIES, CLAUSES, GROUPS, RESERVED_GROUPS
+from ckptconform.clauses import CAPABILITIES, CLAUSES, GROUP_NOTES, GROUPS, RESERVED_GROUPS
 
 SUITE_DIR = Path(__file__).parent / "suite"
 
@@ -100,6 +100,8 @@ def render(suite_dir: Path = SUITE_DIR) -> str:
     lines += [f"| `{name}` | {text} |" for name, text in CAPABILITIES.items()]
     for group, description in GROUPS.items():
         lines += ["", f"## {group} — {description}", ""]
+        if group in GROUP_NOTES:
+            lines += [GROUP_NOTES[group], ""]
         members = [c for c in CLAUSES.values() if c.group == group]
         if not members:
             reserved = " (reserved for a later release)" if group in RESERVED_GROUPS else ""

@@ -21,7 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CAPABILITIES", "CLAUSES", "GROUPS", "RESERVED_GROUPS", "Clause", "clauses_of"]
+__all__ = [
+    "CAPABILITIES",
+    "CLAUSES",
+    "GROUPS",
+    "GROUP_NOTES",
+    "RESERVED_GROUPS",
+    "Clause",
+    "clauses_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +81,25 @@ GROUPS: dict[str, str] = {
     "REQ": "request budgets",
 }
 
+#: What a reader needs to know about a group before its clauses (CONFORMANCE.md).
+GROUP_NOTES: dict[str, str] = {
+    "SPK": "These clauses run on the Spark leg (`ckptconform.spark`, `--spark-master`, default "
+    "`local-cluster[2,1,1024]`: two executor JVMs with their own Python workers) on every "
+    "backend whose data other processes see (`local`, `moto`, `minio`, `s3`; not `memory`). "
+    "The driver plays the coordinator, each Spark task an operator subtask "
+    "(`ckptconform.workload`). Every task runs in a fresh Python worker "
+    "(`spark.python.worker.reuse=false`), so it has never seen a storage unless it unpickles "
+    "one. The rule for handles read elsewhere, which SPK-4 to SPK-6 check: a handle read in "
+    "any process uses the configuration of the storage unpickled in that process for its "
+    "scheme and bucket, whatever its exact options; else the scheme's process-wide "
+    "configuration (fsspec's `FSSPEC_<SCHEME>_<OPTION>` variables, AWS's own variables); never "
+    "a silent fallback to another endpoint; an endpoint that cannot be reached fails fast with "
+    "an `OSError` that names it. Without pyspark or Java 17 the leg is skipped with that "
+    "reason; `--require-legs=spark` turns the skip into an error.",
+}
+
 #: Groups that exist but have no clauses yet (later issues add them).
-RESERVED_GROUPS: tuple[str, ...] = ("SPK", "REQ")
+RESERVED_GROUPS: tuple[str, ...] = ("REQ",)
 
 # (id, level, capabilities, title, text, spec refs)
 # fmt: off
@@ -479,6 +504,74 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "Without a configured maximum, 5 MiB of state is accepted and 5 MiB + 1 byte fails (Flink "
      "DEFAULT_MAX_STATE_SIZE, PyFlink).",
      ("CS3", "CC5")),
+    # ------------------------------------------------------------------ SPK
+    ("SPK-1", "MUST", (), "storages ship to executors",
+     "A storage pickled on the coordinator and unpickled by tasks in other processes (Spark "
+     "executors' Python workers, every task in a fresh one) creates its access for the job, "
+     "resolves the checkpoint's location from its location reference with "
+     "resolve_checkpoint_storage_location, and writes exclusive and shared state (and "
+     "task-owned state where task-owned-state is claimed) from several threads per task; every "
+     "handle the tasks return reads exactly the bytes written when the coordinator reads it "
+     "(seed 000: storages are distributed across parallel processes; seed 003: several threads "
+     "create streams concurrently).",
+     ("seed 000", "seed 003", "CS1")),
+    ("SPK-2", "MUST", (), "concurrent tasks never share a file",
+     "File-backed handles returned by concurrent tasks in different processes name distinct "
+     "files, and no handle reads another stream's bytes: state file names are unique across "
+     "processes, not only across the threads of one (Flink names state files with random "
+     "UUIDs).",
+     ("seed 003", "L3", "S11")),
+    ("SPK-3", "MUST", (), "checkpoints complete and restore across processes",
+     "Checkpoints whose state tasks on executors wrote complete on the coordinator (_metadata "
+     "holds the pickled handles), several in a row, later ones still referencing shared state "
+     "of earlier ones; after the earlier checkpoints' locations are disposed, a fresh storage "
+     "resolves the latest pointer, and tasks on executors that receive only the handles taken "
+     "out of _metadata (their process configured with a storage of the same configuration) "
+     "read every byte as written.",
+     ("seed 000", "MD6", "MD7")),
+    ("SPK-4", "MUST", (), "handles use the reader's configuration",
+     "On object stores, a handle read in a process where a storage for its scheme and bucket "
+     "was unpickled reaches the store with that storage's configuration, also when it differs "
+     "from the writer's (another endpoint route to the same store; other credentials where the "
+     "server accepts any): every read goes through the reader's endpoint, signed with the "
+     "reader's key, never with configuration carried over from the writer's process or a "
+     "scheme default (decision: "
+     "handles read elsewhere, ARCHITECTURE section 3).",
+     ("decision",)),
+    ("SPK-5", "MUST", (), "handles use the process-wide configuration",
+     "On object stores, a handle read in a process where no storage was unpickled reaches the "
+     "store through the scheme's process-wide configuration: the suite sets fsspec's "
+     "FSSPEC_<SCHEME>_<OPTION> variables (endpoint_url, key, secret) and, for S3, "
+     "AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, all naming one route "
+     "to the backend's server, and every read goes through that route (decision, following "
+     "fsspec's convention for any URL).",
+     ("decision",)),
+    ("SPK-6", "MUST", (), "unreachable endpoints fail fast, typed, without secrets",
+     "On object stores, a handle read in a process whose storage for its bucket names an "
+     "endpoint that refuses connections fails within 15 seconds with an OSError whose message "
+     "names that endpoint (host and port) and does not contain the storage's secret (decision; "
+     "Flink's IOException).",
+     ("decision",)),
+    ("SPK-7", "MUST", (), "aborted checkpoints leave nothing",
+     "When the coordinator aborts a checkpoint that tasks on executors wrote state into, "
+     "dispose_on_failure removes the exclusive state those tasks wrote (files the coordinator's "
+     "process never saw), and discarding the shared and task-owned handles they returned "
+     "removes those files: no file of the aborted checkpoint remains (DIS-1 across processes).",
+     ("ACC12", "MD7")),
+    ("SPK-8", "MUST", ("savepoints",), "savepoints written on executors restore",
+     "Tasks on executors resolve a savepoint location from its location reference and write "
+     "state into it; the coordinator finalizes the savepoint, a fresh storage resolves its "
+     "pointer and tasks on executors read every handle of its _metadata as written; where "
+     "relocatable-savepoints is claimed, also after the savepoint directory was moved and the "
+     "handles of its exclusive state were rebased with resolve_handle on the coordinator.",
+     ("seed 001", "ACC8", "L5")),
+    ("SPK-9", "MUST", (), "request counts hold on executors",
+     "Counted at the server while tasks on executors run: the worker path (unpickling the "
+     "storage, resolving the location, writing every stream) sends no HeadObject, HeadBucket "
+     "or List request; where inline-state is claimed, inline state sends nothing and each "
+     "file-backed state below the multipart size is one PutObject; restoring tasks read "
+     "handles without HeadObject or List requests (NOX-1, NOX-3 and NOX-4 on executors).",
+     ("S1", "seed 002")),
 ]
 # fmt: on
 

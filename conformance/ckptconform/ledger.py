@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import socket
 import threading
 import time
@@ -37,6 +38,7 @@ __all__ = [
     "Recording",
     "Request",
     "RequestLedger",
+    "access_key_of",
     "classify",
 ]
 
@@ -90,6 +92,8 @@ class Request:
     raw: bool = False
     pid: int | None = None
     fault: str | None = None
+    #: the access key id the request was signed with (never the secret), when it was signed
+    access_key: str | None = None
 
     def __str__(self) -> str:
         where = "/" + "/".join(p for p in (self.bucket, self.key) if p is not None)
@@ -123,6 +127,21 @@ def classify(
     else:
         operation = _object_operation(method, params, "x-amz-copy-source" in headers)
     return bucket_or_none, key_or_none, operation
+
+
+_SIGV4_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
+_SIGV2 = re.compile(r"^AWS ([^:\s]+):")
+
+
+def access_key_of(authorization: str, query: str = "") -> str | None:
+    """The access key id of a SigV4 or SigV2 ``Authorization`` header or presigned query."""
+    match = _SIGV4_CREDENTIAL.search(authorization) or _SIGV2.match(authorization)
+    if match:
+        return match.group(1)
+    credential = parse_qs(query).get("X-Amz-Credential")
+    if credential:
+        return credential[0].split("/", 1)[0] or None
+    return None
 
 
 def _bucket_operation(method: str, params: dict[str, list[str]]) -> str:
@@ -373,7 +392,10 @@ class RequestLedger:
         bucket, key, operation = classify(method, decoded, query, headers)
         raw = RAW_USER_AGENT in environ.get("HTTP_USER_AGENT", "")
         client = f"{environ.get('REMOTE_ADDR', '')}:{environ.get('REMOTE_PORT', '')}"
-        request = Request(time.time(), method, bucket, key, query, operation, client, raw)
+        request = Request(
+            time.time(), method, bucket, key, query, operation, client, raw,
+            access_key=access_key_of(environ.get("HTTP_AUTHORIZATION", ""), query),
+        )  # fmt: skip
         with self._lock:
             fault = None if raw else self._take_fault(request)
             if fault is not None:
@@ -413,7 +435,7 @@ def _with_fault(request: Request, fault: Fault) -> Request:
     label = "dropped connection" if fault.drop_connection else f"{fault.status} {fault.code}"
     return Request(
         request.time, request.method, request.bucket, request.key, request.query,
-        request.operation, request.client, request.raw, request.pid, label,
+        request.operation, request.client, request.raw, request.pid, label, request.access_key,
     )  # fmt: skip
 
 

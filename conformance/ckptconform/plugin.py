@@ -7,7 +7,7 @@ suite without ``--impl`` is a usage error). With ``--impl`` it:
 - loads and validates the target (any problem is a usage error, exit code 4);
 - collects the installed suite when no test paths were given;
 - parametrizes ``backend`` over ``--backend`` and provides ``target``, ``backend``,
-  ``sandbox`` and ``ledger``;
+  ``sandbox``, ``ledger`` and ``spark`` (the run's Spark leg, ``--spark-master``);
 - skips, with a reason, a test whose clauses or ``requires`` marker need an unclaimed
   capability, whose backend scheme the target does not support, or whose ``backend_traits``
   the backend lacks; runs tests of ``known_failures`` clauses as strict xfail; reports a failing
@@ -49,6 +49,8 @@ _MARKERS = (
     "skip on backends without these traits.",
 )
 _TRAITS = {"object_store": "object_store", "cross_process": "cross_process", "ledger": "has_ledger"}
+#: The name of the Spark leg in ``--require-legs`` and in the report.
+SPARK_LEG = "spark"
 
 
 def suite_dir() -> Path:
@@ -65,6 +67,7 @@ class RunState:
 
     target: Any
     pool: Any
+    spark: Any
     selected: list[str]
     required: set[str]
     leg_skips: dict[str, str]
@@ -117,7 +120,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--require-legs",
         metavar="NAMES",
         default="",
-        help="comma-separated backends that must run: if one cannot, that is an error, not a skip",
+        help="comma-separated legs that must run (backends, or 'spark' for the Spark leg): if "
+        "one cannot, that is an error, not a skip",
+    )
+    group.addoption(
+        "--spark-master",
+        metavar="MASTER",
+        default=None,
+        help="Spark master of the Spark leg (SPK clauses): local-cluster[N,C,M], local[N] or a "
+        "cluster URL; 'none' turns the leg off (default: local-cluster[2,1,1024])",
+    )
+    group.addoption(
+        "--spark-conf",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="a Spark setting for the Spark leg's session (repeatable)",
     )
     group.addoption(
         "--strict-should",
@@ -143,6 +161,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = _make_state(config, impl)
     config.stash[_STATE] = state
     config.add_cleanup(state.pool.stop_all)
+    config.add_cleanup(state.spark.stop)
     if not hasattr(config, "workerinput"):
         # Under xdist only the controller records and writes the report (it gets every report).
         config.pluginmanager.register(_Recorder(state), "ckptconform-recorder")
@@ -176,6 +195,7 @@ def _load_profile(name: str) -> None:
 def _make_state(config: pytest.Config, impl: str) -> RunState:
     from ckptconform.backends import BACKENDS, BackendPool, BackendSettings
     from ckptconform.report import OutcomeRecorder
+    from ckptconform.spark import DEFAULT_MASTER, SparkLeg, parse_spark_conf
     from ckptconform.target import TargetError, load_target
 
     try:
@@ -193,12 +213,17 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         )
     selected = list(dict.fromkeys(selected))
     required = set(_split(config.getoption("require_legs")))
-    not_selected = sorted(required - set(selected))
+    not_selected = sorted(required - set(selected) - {SPARK_LEG})
     if not_selected:
         raise pytest.UsageError(
             f"--require-legs names {', '.join(not_selected)}, which --backend does not select "
             f"(--backend={','.join(selected)})"
         )
+    try:
+        spark_conf = parse_spark_conf(config.getoption("spark_conf") or [])
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    spark = SparkLeg(config.getoption("spark_master") or DEFAULT_MASTER, spark_conf)
 
     settings = BackendSettings(
         s3_endpoint=config.getoption("s3_endpoint"), s3_bucket=config.getoption("s3_bucket")
@@ -216,6 +241,9 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         reason = backend.availability()
         if reason is not None:
             leg_skips[name] = reason
+    spark_reason = spark.availability()
+    if spark_reason is not None:
+        leg_skips[SPARK_LEG] = spark_reason
     failing = {name: leg_skips[name] for name in sorted(required) if name in leg_skips}
     if failing:
         raise pytest.UsageError(
@@ -231,6 +259,7 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
     return RunState(
         target=target,
         pool=pool,
+        spark=spark,
         selected=selected,
         required=required,
         leg_skips=leg_skips,
@@ -261,6 +290,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"  backend {backend.describe()}{required}: "
             + (f"SKIPPED: {status}" if status else "selected")
         )
+    status = state.leg_skips.get(SPARK_LEG)
+    required = " [required]" if SPARK_LEG in state.required else ""
+    lines.append(
+        f"  spark leg{required}: "
+        + (f"SKIPPED: {status}" if status else state.spark.describe())
+    )
     should = "fail the run" if state.strict_should else "are reported as WARN"
     lines.append(f"  hypothesis profile: {state.profile}; failing SHOULD clauses {should}")
     return lines
@@ -351,6 +386,8 @@ def _apply_policy(
     reason = None
     if backend_name is not None and backend_name in state.leg_skips:
         reason = state.leg_skips[backend_name]
+    if reason is None and SPARK_LEG in getattr(item, "fixturenames", ()):
+        reason = state.leg_skips.get(SPARK_LEG)
     if reason is None:
         missing = [cap for cap in capabilities if cap not in target.capabilities]
         if missing:
@@ -448,6 +485,21 @@ def sandbox(backend: Any, target: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
+def spark(_ckptconform_state: RunState) -> Any:
+    """The run's Spark leg (``ckptconform.spark.SparkLeg``), started; skips when it cannot run."""
+    from ckptconform.spark import SparkUnavailableError
+
+    leg = _ckptconform_state.spark
+    try:
+        leg.start()
+    except SparkUnavailableError as exc:
+        if SPARK_LEG in _ckptconform_state.required:
+            pytest.fail(f"required Spark leg cannot run (--require-legs): {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    return leg
+
+
+@pytest.fixture
 def ledger(backend: Any) -> Iterator[Any]:
     """The backend's request ledger; skips on backends that have none."""
     if backend.ledger is None:
@@ -504,6 +556,12 @@ def repro_command(item: pytest.Item, state: RunState, backend_name: str | None) 
         parts.append(f"--s3-endpoint={config.getoption('s3_endpoint')}")
     if config.getoption("s3_bucket") != "ckptconform":
         parts.append(f"--s3-bucket={config.getoption('s3_bucket')}")
+    if SPARK_LEG in getattr(item, "fixturenames", ()):
+        from ckptconform.spark import DEFAULT_MASTER
+
+        if state.spark.master != DEFAULT_MASTER:
+            parts.append(f"--spark-master={state.spark.master}")
+        parts += [f"--spark-conf={key}={value}" for key, value in state.spark.conf.items()]
     if state.strict_should:
         parts.append("--strict-should")
     parts.append(f"--hypothesis-profile={state.profile}")
@@ -552,6 +610,12 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
             }
             for b in state.pool
         ],
+        "spark": {
+            **state.spark.info(),
+            "status": "skipped" if SPARK_LEG in state.leg_skips else "selected",
+            "reason": state.leg_skips.get(SPARK_LEG, ""),
+            "required": SPARK_LEG in state.required,
+        },
         "suite_version": __version__,
         "hypothesis_profile": state.profile,
         "strict_should": state.strict_should,

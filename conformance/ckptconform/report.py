@@ -271,6 +271,9 @@ def render_markdown(document: Mapping[str, Any]) -> str:
     for backend in header.get("backends", []):
         note = f" ({backend['reason']})" if backend.get("reason") else ""
         out.append(f"- backend {backend['name']}: {backend['status']}{note}")
+    spark = header.get("spark")
+    if spark:
+        out.append(f"- spark leg: {_spark_line(spark)}")
     for key in ("suite_version", "hypothesis_profile", "strict_should", "python", "platform",
                 "started", "finished", "exit_status"):  # fmt: skip
         if key in header:
@@ -307,6 +310,21 @@ def render_markdown(document: Mapping[str, Any]) -> str:
                 out.append(f"- `{nodeid}`: {test['status']}: {message}")
             out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _spark_line(spark: Mapping[str, Any]) -> str:
+    """The Spark leg in one line: master, executors, jobs and tasks (or why it did not run)."""
+    line = f"master {spark.get('master', '?')}"
+    if spark.get("status") == "skipped":
+        return f"{line}: skipped ({spark.get('reason', '')})"
+    if not spark.get("started"):
+        return f"{line}: not started (no Spark test ran in this process)"
+    executors = spark.get("executors") or []
+    return (
+        f"{line}, {len(executors)} executor(s), {spark.get('jobs', 0)} job(s), "
+        f"{spark.get('tasks', 0)} task(s) in {spark.get('python_workers', 0)} Python worker(s), "
+        f"started in {spark.get('startup_seconds')} s"
+    )
 
 
 def _columns(document: Mapping[str, Any]) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from ckptconform.backends import BackendSettings
 from ckptconform.backends.moto import MotoBackend
-from ckptconform.ledger import OPERATIONS, RequestLedger, classify
+from ckptconform.ledger import OPERATIONS, RequestLedger, access_key_of, classify
 
 s3fs = pytest.importorskip("s3fs", reason="s3fs is needed for the moto ledger tests")
 
@@ -228,3 +228,34 @@ def test_stop_frees_the_port():
     with socket.socket() as sock:
         sock.settimeout(2)
         assert sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.mark.parametrize(
+    ("authorization", "query", "expected"),
+    [
+        (
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261123/us-east-1/s3/aws4_request, "
+            "SignedHeaders=host;x-amz-date, Signature=abc",
+            "",
+            "AKIDEXAMPLE",
+        ),
+        ("AWS AKIDV2:c2lnbmF0dXJl", "", "AKIDV2"),
+        ("", "X-Amz-Credential=AKIDQUERY%2F20261123%2Fus-east-1%2Fs3%2Faws4_request", "AKIDQUERY"),
+        ("", "", None),
+        ("Bearer token", "list-type=2", None),
+    ],
+)
+def test_access_key_of_a_signed_request(authorization, query, expected):
+    assert access_key_of(authorization, query) == expected
+
+
+def test_requests_record_the_access_key_never_the_secret(moto, ledger):
+    fs = s3fs.S3FileSystem(
+        endpoint_url=moto.endpoint, key="AKIDRECORDED", secret="never-recorded",
+        skip_instance_cache=True,
+    )  # fmt: skip
+    with ledger.record() as rec:
+        fs.pipe_file(f"{moto.bucket}/keyed/object", b"x")
+    (request,) = rec.filter(operation="PutObject")
+    assert request.access_key == "AKIDRECORDED"
+    assert "never-recorded" not in repr(request)

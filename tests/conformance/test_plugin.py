@@ -432,3 +432,51 @@ def test_matrix_text_drops_clauses_that_did_not_run():
     assert "A-2" not in text
     assert "target" not in text
     assert "did not pass" not in text
+
+
+SPARK_TESTS = dedent(
+    f'''
+    import pytest
+
+    @pytest.mark.clause("{MUST}")
+    def test_on_spark(spark, backend):
+        pass
+    '''
+)
+
+
+def test_spark_leg_turned_off_skips_spark_tests_with_the_reason(tmp_path):
+    (tmp_path / "test_spark_tests.py").write_text(SPARK_TESTS)
+    write_target(tmp_path)
+    run, report = _run(
+        tmp_path, "--impl=fake_target", "--backend=local", "--spark-master=none",
+        "test_spark_tests.py",
+    )  # fmt: skip
+    assert run.returncode == 0, run
+    test = _tests_by_id(report)["test_on_spark[local]"]
+    assert test["status"] == "SKIP"
+    assert test["message"] == "the Spark leg is turned off (--spark-master=none)"
+    spark = report["header"]["spark"]
+    assert spark["master"] == "none"
+    assert spark["status"] == "skipped"
+    assert "spark leg: SKIPPED: the Spark leg is turned off" in run.output
+    markdown = (tmp_path / "rep" / "conformance.md").read_text()
+    assert "- spark leg: master none: skipped (the Spark leg is turned off" in markdown
+
+
+def test_required_spark_leg_that_cannot_run_is_a_usage_error(tmp_path):
+    (tmp_path / "test_spark_tests.py").write_text(SPARK_TESTS)
+    write_target(tmp_path)
+    run = run_pytest(
+        tmp_path, "--impl=fake_target", "--backend=local", "--spark-master=none",
+        "--require-legs=spark", "test_spark_tests.py",
+    )  # fmt: skip
+    assert run.returncode == 4, run
+    assert "spark: the Spark leg is turned off" in run.output, run
+
+
+def test_spark_conf_must_be_key_value(tmp_path):
+    write_target(tmp_path)
+    run = run_pytest(tmp_path, "--impl=fake_target", "--backend=local", "--spark-conf=novalue")
+    assert run.returncode == 4, run
+    assert "--spark-conf wants KEY=VALUE" in run.output, run

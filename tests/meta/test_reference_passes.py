@@ -16,12 +16,17 @@ BACKENDS = "local,memory,moto"
 @pytest.fixture(scope="module")
 def reference_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("reference")
-    return run_suite("ckptstore", BACKENDS, workdir, "--require-legs=moto")
+    return run_suite("ckptstore", BACKENDS, workdir, "--require-legs=moto,spark")
 
 
 @pytest.fixture(scope="module")
 def jobmanager_run(tmp_path_factory):
-    return run_suite("ckptstore-jobmanager", BACKENDS, tmp_path_factory.mktemp("jobmanager"))
+    return run_suite(
+        "ckptstore-jobmanager",
+        BACKENDS,
+        tmp_path_factory.mktemp("jobmanager"),
+        "--require-legs=spark",
+    )
 
 
 def _check_passes(run, allowed_unclaimed):

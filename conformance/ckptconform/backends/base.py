@@ -52,6 +52,8 @@ class Backend:
     cross_process: ClassVar[bool] = True
     #: True when the backend records requests (``self.ledger`` is set once started).
     has_ledger: ClassVar[bool] = False
+    #: True when the server accepts any credentials (moto): tests may sign with made-up keys.
+    accepts_any_credentials: ClassVar[bool] = False
 
     def __init__(self, settings: BackendSettings | None = None) -> None:
         self.settings = settings or BackendSettings()

@@ -20,6 +20,7 @@ __all__ = ["MotoBackend"]
 class MotoBackend(S3Backend):
     name = "moto"
     has_ledger = True
+    accepts_any_credentials = True
 
     _server: Any = None
     _thread: threading.Thread | None = None

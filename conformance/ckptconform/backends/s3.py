@@ -18,8 +18,10 @@ leg runs directly against the server without a ledger, with a warning; counting 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from ckptconform.backends.base import Backend, BackendUnavailableError
@@ -118,6 +120,25 @@ class S3Backend(Backend):
                 "running without a request ledger"
             )
             warnings.warn(f"ckptconform: {self.name}: {self.proxy_problem}", stacklevel=2)
+
+    @contextlib.contextmanager
+    def open_route(self) -> Iterator[Any]:
+        """A second way to the same server: a counting proxy with its own ledger, for one test.
+
+        Yields the started ``CountingProxy`` (``.url`` for ``endpoint_url``, ``.ledger`` to see
+        which requests took this route); it is stopped when the block ends.
+        """
+        from ckptconform.proxy import CountingProxy
+
+        self.start()
+        server = self.upstream or self.endpoint
+        assert server is not None  # set by _start
+        proxy = CountingProxy(server)
+        proxy.start()
+        try:
+            yield proxy
+        finally:
+            proxy.stop()
 
     def _stop_proxy(self) -> None:
         self._fs = None

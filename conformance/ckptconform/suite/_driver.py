@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from ckptconform.workload import payload
 from ckptstore.api import (
     CheckpointedStateScope,
     CheckpointStorageLocationReference,
@@ -131,16 +132,6 @@ def roundtrip(
 
 
 # --------------------------------------------------------------------------- data and handles
-
-
-def payload(size: int, seed: int = 0) -> bytes:
-    """Deterministic, non-repeating-looking bytes (a different ``seed`` gives other bytes)."""
-    if size <= 0:
-        return b""
-    block = bytes((i * 131 + seed * 17 + (i >> 8) * 7) & 0xFF for i in range(min(size, 4096)))
-    tag = f"<{seed}>".encode()
-    data = (tag + block * (size // len(block) + 2))[:size]
-    return data
 
 
 def chunk(data: bytes, sizes: Sequence[int] | None) -> list[bytes]:

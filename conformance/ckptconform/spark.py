@@ -1,0 +1,352 @@
+"""The Spark leg: one SparkSession per run, on which the ``SPK`` clauses run their workloads.
+
+``--spark-master`` picks the cluster (default ``local-cluster[2,1,1024]``: two executor JVMs,
+each with its own Python workers; ``local[N]`` and any cluster URL work too; ``none`` turns the
+leg off). The session starts on first use, is shared by every Spark test of the run and is
+stopped, JVM included, when the run ends.
+
+How the session is set up, and why:
+
+- Every task runs in a fresh Python worker (``spark.python.worker.reuse=false``): forked by the
+  executor's PySpark daemon, it has never seen a storage, so no task inherits another's
+  configuration, caches or registries. That is the hardest case a storage meets on a cluster.
+- ``spark.task.maxFailures=1``: a failing task fails its job at once; Spark retrying it would
+  hide a flaky storage.
+- Local masters stay on loopback (``SPARK_LOCAL_IP`` and the driver's host and bind address are
+  127.0.0.1) and use this interpreter for their Python workers, with this process's import path
+  (so a target importable here, say from the working directory, is importable on executors).
+  For a cluster URL the cluster's own configuration applies: install the target there and set
+  ``PYSPARK_PYTHON`` as for any PySpark job; ``--spark-conf KEY=VALUE`` adds settings.
+
+Tasks are module-level functions of ``ckptconform.workload`` applied to one item each (one
+partition per item); they return values, failures included, so a job fails only when Spark
+itself does (``SparkJobError``, with the first lines of the worker's exception).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import site
+import sys
+import sysconfig
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ckptconform.java import spark_unavailable_reason
+
+__all__ = [
+    "DEFAULT_MASTER",
+    "DISABLED",
+    "SparkJobError",
+    "SparkLeg",
+    "SparkUnavailableError",
+    "is_local_master",
+    "parse_spark_conf",
+]
+
+DEFAULT_MASTER = "local-cluster[2,1,1024]"
+#: ``--spark-master=none`` turns the Spark leg off.
+DISABLED = "none"
+#: How long to wait for the executors of a ``local-cluster`` master to register.
+EXECUTOR_WAIT_SECONDS = 90.0
+#: How long one workload job may run before it is cancelled.
+JOB_TIMEOUT_SECONDS = 300.0
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+_LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]$")
+
+
+class SparkUnavailableError(Exception):
+    """The Spark leg cannot run here; ``str(exc)`` is the one-line reason."""
+
+
+class SparkJobError(Exception):
+    """A Spark job failed in Spark itself (not a task's own, reported, failure)."""
+
+
+def is_local_master(master: str) -> bool:
+    """Whether the master runs on this machine (``local``, ``local[N]``, ``local-cluster[...]``)."""
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+def parse_spark_conf(values: Sequence[str]) -> dict[str, str]:
+    """``KEY=VALUE`` strings into a mapping; a value without ``=`` is a ``ValueError``."""
+    conf: dict[str, str] = {}
+    for value in values:
+        key, sep, setting = value.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--spark-conf wants KEY=VALUE, got {value!r}")
+        conf[key.strip()] = setting
+    return conf
+
+
+def _own_import_path() -> list[str]:
+    """Directories on ``sys.path`` that the worker interpreter would not have by itself."""
+    builtin = {
+        os.path.realpath(p)
+        for p in (
+            *site.getsitepackages(),
+            site.getusersitepackages(),
+            sysconfig.get_path("stdlib"),
+            sysconfig.get_path("platstdlib"),
+            sysconfig.get_path("purelib"),
+            sysconfig.get_path("platlib"),
+        )
+        if p
+    }
+    paths = []
+    for entry in sys.path:
+        path = os.path.realpath(entry or os.getcwd())
+        if os.path.isdir(path) and path not in builtin and not path.endswith(".zip"):
+            paths.append(path)
+    return list(dict.fromkeys(paths))
+
+
+class SparkLeg:
+    """The run's SparkSession: started once on first use, stopped at the end of the run."""
+
+    def __init__(self, master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None):
+        self.master = (master or DEFAULT_MASTER).strip()
+        self.conf = dict(conf or {})
+        self.tasks_run = 0
+        self.jobs_run = 0
+        self.executor_ids: list[str] = []
+        self.python_workers: set[int] = set()
+        self.startup_seconds: float | None = None
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._start_error: str | None = None
+        self._availability: str | bool | None = False  # False: not asked yet
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def enabled(self) -> bool:
+        return self.master.lower() != DISABLED
+
+    def availability(self) -> str | None:
+        """``None`` when the leg can start here, else a one-line reason (asked once)."""
+        if self._availability is False:
+            self._availability = self._check()
+        return self._availability  # type: ignore[return-value]
+
+    def _check(self) -> str | None:
+        if not self.enabled:
+            return f"the Spark leg is turned off (--spark-master={self.master})"
+        if importlib.util.find_spec("pyspark") is None:
+            return "pyspark is not installed; pip install 'checkpoint-conformance[spark]'"
+        return spark_unavailable_reason()
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    def start(self) -> None:
+        """Start the session once; a failure is remembered and raised again."""
+        with self._lock:
+            if self._session is not None:
+                return
+            if self._start_error is None:
+                self._start_error = self.availability()
+            if self._start_error is None:
+                began = time.monotonic()
+                try:
+                    self._session = self._build_session()
+                    self._await_executors()
+                except Exception as exc:
+                    self._start_error = (
+                        f"Spark master {self.master} did not start: {type(exc).__name__}: "
+                        + _first_lines(str(exc), 3)
+                    )
+                    self._stop_session()
+                else:
+                    self.startup_seconds = time.monotonic() - began
+                    return
+            raise SparkUnavailableError(self._start_error)
+
+    def _build_session(self) -> Any:
+        from pyspark.sql import SparkSession
+
+        local = is_local_master(self.master)
+        if local:
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = (
+            SparkSession.builder.master(self.master)
+            .appName("ckptconform")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.python.worker.reuse", "false")
+            .config("spark.task.maxFailures", "1")
+            .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(_own_import_path()))
+        )
+        if local:
+            builder = (
+                builder.config("spark.driver.host", "127.0.0.1")
+                .config("spark.driver.bindAddress", "127.0.0.1")
+                .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
+            )
+        for key, value in self.conf.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        return session
+
+    def _await_executors(self) -> None:
+        """Wait until a ``local-cluster`` master's executors have all registered."""
+        match = _LOCAL_CLUSTER.match(self.master)
+        expected = int(match.group(1)) if match else 0
+        deadline = time.monotonic() + EXECUTOR_WAIT_SECONDS
+        while True:
+            self.executor_ids = self._executor_ids()
+            if len(self.executor_ids) >= expected:
+                return
+            if time.monotonic() > deadline:
+                raise SparkUnavailableError(
+                    f"{len(self.executor_ids)} of {expected} executors registered within "
+                    f"{EXECUTOR_WAIT_SECONDS:.0f} s"
+                )
+            time.sleep(0.2)
+
+    def _executor_ids(self) -> list[str]:
+        ids = self._session.sparkContext._jsc.sc().getExecutorIds()
+        return sorted(str(ids.apply(i)) for i in range(ids.size()))
+
+    def stop(self) -> None:
+        """Stop the session and its JVM (idempotent; also when never started)."""
+        with self._lock:
+            self._stop_session()
+
+    def _stop_session(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            with contextlib.suppress(Exception):  # a failing stop must not hide the run's result
+                session.stop()
+        _shutdown_gateway()
+
+    # ------------------------------------------------------------------ jobs
+
+    def run(
+        self,
+        function: Callable[[_T], _R],
+        items: Sequence[_T],
+        timeout: float = JOB_TIMEOUT_SECONDS,
+    ) -> list[_R]:
+        """Apply ``function`` to every item in its own Spark task; results in item order.
+
+        A job that runs longer than ``timeout`` seconds is cancelled and raises
+        ``SparkJobError``: a storage that retries forever must not hang the run.
+        """
+        self.start()
+        if not items:
+            return []
+        indexed = list(enumerate(items))
+
+        def apply(pairs: Any) -> Any:
+            for index, item in pairs:
+                yield index, function(item)
+
+        context = self._session.sparkContext
+        group = f"ckptconform-{self.jobs_run + 1}-{id(items):x}"
+        outcome: dict[str, Any] = {}
+
+        def collect() -> None:
+            context.setJobGroup(group, "ckptconform workload", interruptOnCancel=True)
+            try:
+                rdd = context.parallelize(indexed, len(indexed))
+                outcome["pairs"] = rdd.mapPartitions(apply).collect()
+            except Exception as exc:
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=collect, name=group, daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            context.cancelJobGroup(group)
+            worker.join(30)
+            raise SparkJobError(
+                f"Spark job on {self.master} did not finish within {timeout:.0f} s and was "
+                "cancelled"
+            )
+        if "error" in outcome:
+            exc = outcome["error"]
+            raise SparkJobError(
+                f"Spark job on {self.master} failed: {type(exc).__name__}: "
+                + _python_error(str(exc))
+            )
+        with self._lock:
+            self.jobs_run += 1
+            self.tasks_run += len(indexed)
+        results = [result for _, result in sorted(outcome["pairs"], key=lambda pair: pair[0])]
+        for result in results:
+            pid = getattr(result, "pid", None)
+            if isinstance(pid, int):
+                self.python_workers.add(pid)
+        return results
+
+    # ------------------------------------------------------------------ reporting
+
+    def describe(self) -> str:
+        """One line for the run header."""
+        if not self.started:
+            return f"master {self.master} (started on first use)"
+        return (
+            f"master {self.master}, {len(self.executor_ids)} executor(s) "
+            f"{','.join(self.executor_ids) or '-'}, started in {self.startup_seconds or 0:.1f} s"
+        )
+
+    def info(self) -> dict[str, Any]:
+        """What the report header says about the leg."""
+        return {
+            "master": self.master,
+            "conf": dict(self.conf),
+            "started": self.startup_seconds is not None,
+            "executors": list(self.executor_ids),
+            "jobs": self.jobs_run,
+            "tasks": self.tasks_run,
+            "python_workers": len(self.python_workers),
+            "startup_seconds": (
+                None if self.startup_seconds is None else round(self.startup_seconds, 1)
+            ),
+        }
+
+
+def _shutdown_gateway() -> None:
+    """End the py4j gateway's JVM: ``SparkSession.stop`` leaves it running until exit."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return
+    gateway = getattr(SparkContext, "_gateway", None)
+    if gateway is None:
+        return
+    process = getattr(gateway, "proc", None)
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    if process is not None:
+        try:
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(timeout=20)
+        except Exception:
+            process.kill()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+def _first_lines(text: str, count: int) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[:count])
+
+
+def _python_error(text: str) -> str:
+    """The worker's own exception out of a PySpark error text (its last non-frame lines)."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    tail = [line for line in lines if not line.startswith((" ", "\t", "Traceback"))]
+    return " | ".join(tail[-3:]) if tail else _first_lines(text, 3)
