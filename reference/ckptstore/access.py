@@ -29,6 +29,7 @@ from ckptstore.api import (
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
     CheckpointIOError,
+    EndpointUnreachableError,
     InvalidArgumentError,
     InvalidReferenceError,
     MissingArgumentError,
@@ -41,14 +42,22 @@ from ckptstore.filesystems import (
     register_path,
     traits_for,
 )
+from ckptstore.io_errors import with_context
 from ckptstore.locations import FsCheckpointStorageLocation
 from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer
+from ckptstore.redaction import redact_text
 from ckptstore.streams import FsCheckpointStateOutputStream
 from ckptstore.toolset import FsCheckpointStateToolset, NotDuplicatingCheckpointStateToolset
+from ckptstore.validation import require_checkpoint_id, require_reference, require_url_text
 
-__all__ = ["MAX_SAVEPOINT_DIR_ATTEMPTS", "FsCheckpointStorageAccess", "random_savepoint_suffix"]
+__all__ = [
+    "MAX_SAVEPOINT_DIR_ATTEMPTS",
+    "FsCheckpointStorageAccess",
+    "create_savepoint_directory",
+    "random_savepoint_suffix",
+]
 
 MAX_SAVEPOINT_DIR_ATTEMPTS = 10
 _SAVEPOINT_ALPHABET = "0123456789abcdef"
@@ -60,13 +69,34 @@ def random_savepoint_suffix() -> str:
 
 
 def _checkpoint_id(checkpoint_id: int) -> int:
-    if checkpoint_id is None:
-        raise MissingArgumentError("checkpoint id must not be None")
-    if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
-        raise InvalidArgumentError(f"checkpoint id must be an int, got {checkpoint_id!r}")
-    if checkpoint_id < 0:
-        raise InvalidArgumentError(f"Illegal negative checkpoint id: {checkpoint_id}.")
-    return checkpoint_id
+    return require_checkpoint_id(checkpoint_id, "checkpoint_id")
+
+
+def create_savepoint_directory(fs: Any, base: StoragePath, job_id: JobID) -> StoragePath:
+    """Create a fresh ``savepoint-<job[0:6]>-<12 hex>`` directory under ``base`` (ACC7, L5).
+
+    Directory file systems: exclusive mkdir, up to 10 fresh names. Object stores: nothing is
+    created (there are no directories); the random name alone makes the directory unique.
+    An unreachable endpoint fails at once (a new name would not reach it either); otherwise
+    after 10 failures ``CheckpointIOError`` "Failed to create savepoint directory at <base>"
+    ends with what the last attempt said.
+    """
+    prefix = f"{SAVEPOINT_DIR_PREFIX}{str(job_id)[:6]}-"
+    last: BaseException | None = None
+    for _ in range(MAX_SAVEPOINT_DIR_ATTEMPTS):
+        directory = base.child(prefix + random_savepoint_suffix())
+        try:
+            if make_directory_exclusive(fs, directory):
+                return directory
+        except EndpointUnreachableError as exc:
+            last = exc
+            break
+        except Exception as exc:
+            last = exc
+    message = f"Failed to create savepoint directory at {base.url}"
+    if last is None:
+        raise CheckpointIOError(f"{message}: {MAX_SAVEPOINT_DIR_ATTEMPTS} names existed already")
+    raise with_context(last, message, base, fs) from last
 
 
 class FsCheckpointStorageAccess:
@@ -144,7 +174,7 @@ class FsCheckpointStorageAccess:
     def _check_scheme(self, path: StoragePath, what: str) -> None:
         if path.scheme not in self._allowed_schemes:
             raise UnsupportedSchemeError(
-                f"Cannot access file system for {what} '{path.url}': the scheme "
+                f"Cannot access file system for {what} '{redact_text(path.url)}': the scheme "
                 f"'{path.scheme}' is not allowed for this storage (allowed: "
                 f"{', '.join(sorted(self._allowed_schemes))}). Add it to the storage's "
                 "allowed_schemes."
@@ -175,8 +205,8 @@ class FsCheckpointStorageAccess:
             try:
                 make_directories(fs, directory)
             except OSError as exc:
-                raise CheckpointIOError(
-                    f"Failed to create directory for {what}: {directory.url}"
+                raise with_context(
+                    exc, f"Failed to create directory for {what}: {directory.url}", directory, fs
                 ) from exc
 
     def initialize_location_for_checkpoint(self, checkpoint_id: int) -> FsCheckpointStorageLocation:
@@ -190,8 +220,11 @@ class FsCheckpointStorageAccess:
         self, checkpoint_id: int, external_location_pointer: str | None = None
     ) -> FsCheckpointStorageLocation:
         """``<base>/savepoint-<job[0:6]>-<12 hex>``: target pointer wins over the default (ACC7)."""
+        _checkpoint_id(checkpoint_id)  # unused, as in Flink, but it must be an id
         if external_location_pointer is not None:
-            base = parse_storage_path(external_location_pointer)
+            base = parse_storage_path(
+                require_url_text(external_location_pointer, "external_location_pointer")
+            )
             self._check_scheme(base, "savepoint path")
         elif self._savepoint_base is not None:
             base = self._savepoint_base
@@ -201,16 +234,8 @@ class FsCheckpointStorageAccess:
             )
         token = self._token_for(base)
         fs = filesystem_for(base, token)
-        prefix = f"{SAVEPOINT_DIR_PREFIX}{str(self._job_id)[:6]}-"
-        last: BaseException | None = None
-        for _ in range(MAX_SAVEPOINT_DIR_ATTEMPTS):
-            directory = base.child(prefix + random_savepoint_suffix())
-            try:
-                if make_directory_exclusive(fs, directory):
-                    return self._savepoint_location(directory, token)
-            except Exception as exc:
-                last = exc
-        raise CheckpointIOError(f"Failed to create savepoint directory at {base.url}") from last
+        directory = create_savepoint_directory(fs, base, self._job_id)
+        return self._savepoint_location(directory, token)
 
     def _checkpoint_location(self, checkpoint_id: int) -> FsCheckpointStorageLocation:
         return FsCheckpointStorageLocation(
@@ -243,11 +268,15 @@ class FsCheckpointStorageAccess:
     def resolve_checkpoint_storage_location(
         self, checkpoint_id: int, reference: CheckpointStorageLocationReference
     ) -> FsCheckpointStorageLocation:
-        """The location for a checkpoint (default reference) or savepoint; no I/O (ACC9)."""
-        if reference is None:
-            raise MissingArgumentError("reference must not be None")
+        """The location for a checkpoint (default reference) or savepoint; no I/O (ACC9).
+
+        A savepoint reference may name any directory its scheme allows (ACC9); the location's
+        ``dispose_on_failure`` still deletes only a ``savepoint-...`` directory.
+        """
+        checkpoint_id = _checkpoint_id(checkpoint_id)
+        reference = require_reference(reference)
         if reference.is_default:
-            return self._checkpoint_location(_checkpoint_id(checkpoint_id))
+            return self._checkpoint_location(checkpoint_id)
         try:
             directory = parse_storage_path(decode_path_from_reference(reference))
         except InvalidReferenceError:

@@ -55,7 +55,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
-from ckptstore.errors import InvalidArgumentError, InvalidReferenceError, MissingArgumentError
+from ckptstore.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidReferenceError,
+    MissingArgumentError,
+)
 
 __all__ = [
     "CHECKPOINT_DIR_PREFIX",
@@ -113,7 +118,9 @@ class JobID:
         if self.bytes_ is None:
             raise MissingArgumentError("JobID needs 16 bytes, got None")
         if not isinstance(self.bytes_, bytes | bytearray):
-            raise InvalidArgumentError(f"JobID needs 16 bytes, got {type(self.bytes_).__name__}")
+            raise InvalidArgumentTypeError(
+                f"JobID needs 16 bytes, got {type(self.bytes_).__name__}"
+            )
         if len(self.bytes_) != 16:
             raise InvalidArgumentError(f"JobID needs exactly 16 bytes, got {len(self.bytes_)}")
         object.__setattr__(self, "bytes_", bytes(self.bytes_))
@@ -128,8 +135,13 @@ class JobID:
         """Parse the 32-hex-character form that ``str()`` prints."""
         if text is None:
             raise MissingArgumentError("JobID.from_hex needs a string, got None")
+        if not isinstance(text, str):
+            raise InvalidArgumentTypeError(
+                f"JobID.from_hex needs a string of 32 hex characters, got {type(text).__name__}"
+            )
         if len(text) != 32:
-            raise InvalidArgumentError(f"a JobID is 32 hex characters, got {len(text)}: {text!r}")
+            shown = text if len(text) <= 80 else text[:77] + "..."
+            raise InvalidArgumentError(f"a JobID is 32 hex characters, got {len(text)}: {shown!r}")
         try:
             return cls(bytes.fromhex(text))
         except ValueError as exc:
@@ -169,7 +181,7 @@ class CheckpointStorageLocationReference:
         if reference_bytes is None:
             raise MissingArgumentError("reference bytes must not be None")
         if not isinstance(reference_bytes, bytes | bytearray | memoryview):
-            raise InvalidArgumentError(
+            raise InvalidArgumentTypeError(
                 f"reference bytes must be bytes, got {type(reference_bytes).__name__}"
             )
         if len(reference_bytes) == 0:
@@ -231,9 +243,15 @@ def encode_path_as_reference(path: str) -> CheckpointStorageLocationReference:
     """Encode a path or URL as a reference: the magic bytes, then UTF-8 (REF2)."""
     if path is None:
         raise MissingArgumentError("path must not be None")
+    if not isinstance(path, str):
+        raise InvalidArgumentTypeError(f"path must be a string, got {type(path).__name__}")
     if not path:
         raise InvalidArgumentError("path must not be empty")
-    return CheckpointStorageLocationReference(REFERENCE_MAGIC_NUMBER + path.encode("utf-8"))
+    try:
+        encoded = path.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError("path is not valid UTF-8 text") from exc
+    return CheckpointStorageLocationReference(REFERENCE_MAGIC_NUMBER + encoded)
 
 
 def decode_path_from_reference(reference: CheckpointStorageLocationReference) -> str:
@@ -244,6 +262,11 @@ def decode_path_from_reference(reference: CheckpointStorageLocationReference) ->
     """
     if reference is None:
         raise MissingArgumentError("reference must not be None")
+    if not isinstance(reference, CheckpointStorageLocationReference):
+        raise InvalidArgumentTypeError(
+            f"reference must be a CheckpointStorageLocationReference, got "
+            f"{type(reference).__name__}"
+        )
     if reference.is_default:
         raise InvalidReferenceError("Cannot decode default reference")
     raw = reference.reference_bytes
@@ -318,6 +341,14 @@ class ByteStreamStateHandle:
     def __post_init__(self) -> None:
         if self.handle_name is None or self.data is None:
             raise MissingArgumentError("ByteStreamStateHandle needs a name and bytes")
+        if not isinstance(self.handle_name, str):
+            raise InvalidArgumentTypeError(
+                f"handle_name must be a string, got {type(self.handle_name).__name__}"
+            )
+        if not isinstance(self.data, bytes | bytearray | memoryview):
+            raise InvalidArgumentTypeError(
+                f"data must be bytes-like, got {type(self.data).__name__}"
+            )
         object.__setattr__(self, "data", bytes(self.data))
 
     @classmethod

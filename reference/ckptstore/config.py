@@ -20,9 +20,21 @@ import logging
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from ckptstore._checks import describe, require_bool, require_int, require_str
 from ckptstore.api import CheckpointStorage
-from ckptstore.errors import ConfigurationError, InvalidArgumentError, MissingArgumentError
+from ckptstore.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MissingArgumentError,
+)
+from ckptstore.validation import (
+    JAVA_INT_MAX,
+    JAVA_LONG_MAX,
+    describe,
+    require_bool,
+    require_int,
+    require_str,
+)
 
 if TYPE_CHECKING:
     from ckptstore.filesystem_storage import FileSystemCheckpointStorage
@@ -73,7 +85,7 @@ def _require_member(value: Any, enum_type: type[enum.Enum], setting: str) -> Any
         raise MissingArgumentError(f"{setting} must not be None")
     if not isinstance(value, enum_type):
         allowed = ", ".join(f"{enum_type.__name__}.{m.name}" for m in enum_type)
-        raise InvalidArgumentError(f"{setting} must be one of {allowed}; got {describe(value)}")
+        raise InvalidArgumentTypeError(f"{setting} must be one of {allowed}; got {describe(value)}")
     return value
 
 
@@ -149,7 +161,8 @@ class CheckpointConfig:
             checkpoint_interval,
             "checkpoint interval",
             minimum=MINIMAL_CHECKPOINT_TIME,
-            range_message=(
+            maximum=JAVA_LONG_MAX,
+            below_message=(
                 f"Checkpoint interval must be larger than or equal to {MINIMAL_CHECKPOINT_TIME} "
                 f"ms, got {checkpoint_interval!r}"
             ),
@@ -168,7 +181,8 @@ class CheckpointConfig:
             checkpoint_timeout,
             "checkpoint timeout",
             minimum=MINIMAL_CHECKPOINT_TIME,
-            range_message=(
+            maximum=JAVA_LONG_MAX,
+            below_message=(
                 f"Checkpoint timeout must be larger than or equal to {MINIMAL_CHECKPOINT_TIME} "
                 f"ms, got {checkpoint_timeout!r}"
             ),
@@ -187,7 +201,8 @@ class CheckpointConfig:
             min_pause_between_checkpoints,
             "min pause between checkpoints",
             minimum=0,
-            range_message=(
+            maximum=JAVA_LONG_MAX,
+            below_message=(
                 "Pause value must be zero or positive: min pause between checkpoints got "
                 f"{min_pause_between_checkpoints!r} ms"
             ),
@@ -204,7 +219,8 @@ class CheckpointConfig:
             max_concurrent_checkpoints,
             "max concurrent checkpoints",
             minimum=1,
-            range_message=(
+            maximum=JAVA_INT_MAX,
+            below_message=(
                 "The maximum number of concurrent attempts must be at least one, got "
                 f"{max_concurrent_checkpoints!r}"
             ),
@@ -225,7 +241,8 @@ class CheckpointConfig:
             tolerable_checkpoint_failure_number,
             "tolerable checkpoint failure number",
             minimum=0,
-            range_message=(
+            maximum=JAVA_INT_MAX,
+            below_message=(
                 "The tolerable failure checkpoint number must be non-negative, got "
                 f"{tolerable_checkpoint_failure_number!r}"
             ),
@@ -290,7 +307,7 @@ class CheckpointConfig:
         if alignment_timeout is None:
             raise MissingArgumentError("alignment timeout must not be None; expected a timedelta")
         if not isinstance(alignment_timeout, datetime.timedelta):
-            raise InvalidArgumentError(
+            raise InvalidArgumentTypeError(
                 f"alignment timeout must be a datetime.timedelta, got {describe(alignment_timeout)}"
             )
         if alignment_timeout < datetime.timedelta(0):
@@ -363,7 +380,7 @@ class CheckpointConfig:
         if storage is None:
             raise MissingArgumentError("checkpoint storage must not be None")
         if not isinstance(storage, CheckpointStorage):
-            raise InvalidArgumentError(
+            raise InvalidArgumentTypeError(
                 "checkpoint storage must provide create_checkpoint_storage(job_id) and "
                 f"resolve_checkpoint(pointer) (ckptstore.api.CheckpointStorage); got "
                 f"{describe(storage)}"

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ckptstore._checks import describe
 from ckptstore.api import CheckpointStorage
 from ckptstore.errors import ConfigurationError, InvalidArgumentError
+from ckptstore.validation import describe
 
 __all__ = ["ReferenceTarget", "conformance_target", "jobmanager_target"]
 

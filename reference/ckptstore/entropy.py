@@ -19,8 +19,9 @@ import secrets
 import string
 from dataclasses import dataclass
 
-from ckptstore.errors import ConfigurationError
+from ckptstore.errors import ConfigurationError, InvalidArgumentTypeError
 from ckptstore.paths import StoragePath, normalise_path_text
+from ckptstore.validation import MAX_ENTROPY_LENGTH, describe
 
 __all__ = ["ENTROPY_ALPHABET", "EntropyInjector", "validate_entropy_options"]
 
@@ -30,15 +31,32 @@ _FORBIDDEN = re.compile(r'[~#@*+%{}<>\[\]|"\\]')
 
 
 def validate_entropy_options(key: str | None, length: int) -> None:
-    """Check ``entropy_key``/``entropy_length`` with Flink's messages (E2)."""
+    """Check ``entropy_key``/``entropy_length`` with Flink's messages (E2).
+
+    Beyond Flink: the key must be printable (no control characters, at most 255 characters)
+    and the length at most ``MAX_ENTROPY_LENGTH`` (64); a wrong type raises
+    ``InvalidArgumentTypeError``.
+    """
     if key is None:
         return
-    if not isinstance(key, str) or not key:
+    if not isinstance(key, str):
+        raise InvalidArgumentTypeError(
+            f"Invalid value for s3.entropy.key : expected a string, got {describe(key)}"
+        )
+    if not key or len(key) > 255 or not key.isprintable():
         raise ConfigurationError(f"Invalid value for s3.entropy.key : {key!r}")
     if _FORBIDDEN.search(key) or "/" in key:
         raise ConfigurationError(f"Invalid character in value for s3.entropy.key : {key}")
-    if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
+    if isinstance(length, bool) or not isinstance(length, int):
+        raise InvalidArgumentTypeError(
+            f"s3.entropy.length must be an integer, got {describe(length)}"
+        )
+    if length <= 0:
         raise ConfigurationError("s3.entropy.length must configure a value > 0")
+    if length > MAX_ENTROPY_LENGTH:
+        raise ConfigurationError(
+            f"s3.entropy.length must be at most {MAX_ENTROPY_LENGTH}, got {length}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,19 +6,42 @@ FileNotFoundException -> FileNotFoundError, IOException -> OSError), so code wri
 against the contract can catch built-ins and never needs to import anything of ours.
 ``CheckpointStorageError`` is a common base for callers that want "anything from ckptstore".
 
+Argument errors (raised by ``ckptstore.validation``, the one validation layer of every public
+constructor and method) name the argument, the rejected value (secrets redacted) and what is
+accepted; they also carry these as attributes ``argument``, ``value`` and ``accepted``:
+
+* ``MissingArgumentError`` (``TypeError``): the argument is ``None``;
+* ``InvalidArgumentTypeError`` (``ValueError`` *and* ``TypeError``): wrong type, e.g. a
+  string where an int is expected; a ``ValueError`` like every invalid argument (Flink's
+  IllegalArgumentException) and a ``TypeError`` as Python code expects;
+* ``ArgumentOutOfRangeError`` (``ValueError``): a number outside its accepted range;
+* ``InvalidPathError`` (``ValueError``): a path or URL that cannot name a location safely
+  (control characters, ``..`` above the root, too long, invalid bucket name);
+* ``ConfigurationError``, ``InvalidReferenceError``, ``InvalidHandleError`` (``ValueError``).
+
+I/O errors (raised through ``ckptstore.io_errors``, the one mapping of file-system and client
+library failures) are ``CheckpointIOError`` (``OSError``) and its subclasses; their messages
+name the action, the path and the endpoint, never a credential.
+
 This module does no I/O and imports nothing but the standard library.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentOutOfRangeError",
+    "CheckpointFileExistsError",
     "CheckpointIOError",
     "CheckpointNotFoundError",
     "CheckpointStorageError",
     "ConfigurationError",
+    "DisposalRefusedError",
     "DuplicationNotSupportedError",
+    "EndpointUnreachableError",
     "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "InvalidHandleError",
+    "InvalidPathError",
     "InvalidPointerError",
     "InvalidReferenceError",
     "MetadataExistsError",
@@ -41,6 +64,23 @@ class InvalidArgumentError(CheckpointStorageError, ValueError):
     """An argument has an invalid value (Flink: IllegalArgumentException)."""
 
 
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument has the wrong type: a ``ValueError`` (Flink's IAE) and a ``TypeError``."""
+
+
+class ArgumentOutOfRangeError(InvalidArgumentError):
+    """A numeric argument lies outside its accepted range (e.g. an id beyond a Java long)."""
+
+
+class InvalidPathError(InvalidArgumentError):
+    """A path or URL cannot name a location safely.
+
+    Control characters, ``..`` segments that climb above the root or bucket, text that is not
+    encodable as UTF-8, a URL longer than ``ckptstore.validation.MAX_URL_LENGTH`` or an invalid
+    S3 bucket name.
+    """
+
+
 class ConfigurationError(InvalidArgumentError):
     """A storage or checkpoint configuration value is invalid."""
 
@@ -57,6 +97,10 @@ class CheckpointIOError(CheckpointStorageError, OSError):
     """An I/O operation on checkpoint storage failed (Flink: IOException)."""
 
 
+class EndpointUnreachableError(CheckpointIOError, ConnectionError):
+    """The store's endpoint could not be reached (refused, unresolvable, connect timeout)."""
+
+
 class CheckpointNotFoundError(CheckpointIOError, FileNotFoundError):
     """A checkpoint, savepoint or its ``_metadata`` does not exist (PTR5, PTR6, PTR10)."""
 
@@ -69,7 +113,11 @@ class UnsupportedSchemeError(CheckpointIOError):
     """A pointer or reference names a URL scheme this storage may not open (PTR4)."""
 
 
-class MetadataExistsError(CheckpointIOError, FileExistsError):
+class CheckpointFileExistsError(CheckpointIOError, FileExistsError):
+    """A file the storage creates exclusively exists already; nothing was overwritten."""
+
+
+class MetadataExistsError(CheckpointFileExistsError):
     """``_metadata`` already exists for this location (MD2, T-BASE4)."""
 
 
@@ -87,3 +135,12 @@ class StateSizeExceededError(CheckpointIOError):
 
 class DuplicationNotSupportedError(CheckpointIOError):
     """The toolset or file system cannot duplicate state (TO5)."""
+
+
+class DisposalRefusedError(CheckpointIOError, PermissionError):
+    """A disposal would delete something this storage's layout does not name; nothing was deleted.
+
+    Completed and aborted locations delete only ``chk-<n>`` and ``savepoint-<job>-<suffix>``
+    directories (``ckptstore.layout``); a location resolved from a pointer to any other
+    directory (or to a file in one) refuses to be disposed instead of deleting siblings.
+    """

@@ -3,33 +3,50 @@
 The storage is configuration only: paths, thresholds, fsspec ``storage_options``, entropy
 and the extra schemes pointers may use. It is immutable (hence thread-safe), compares by
 configuration, pickles to that configuration alone (no file system, lock or cache) and never
-shows secret-looking options in ``repr``. Each ``create_checkpoint_storage(job_id)`` returns a
-fresh ``FsCheckpointStorageAccess``.
+shows a secret in ``repr`` (``ckptstore.redaction``: secret-looking keys at any depth, URL
+userinfo, secret query parameters). Each ``create_checkpoint_storage(job_id)`` returns a
+fresh ``FsCheckpointStorageAccess``. Every argument goes through ``ckptstore.validation``.
+
+Crash leftovers (``ckptstore.leftovers``): ``find_leftovers(job_id, older_than=...)`` lists
+the staging files and orphaned state files a crash left in this storage's own layout for a
+job, and ``clean_leftovers(job_id, older_than=..., dry_run=False)`` removes them.
 """
 
 from __future__ import annotations
 
-import os
+import datetime
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from ckptstore.access import FsCheckpointStorageAccess
 from ckptstore.api import JobID
 from ckptstore.entropy import EntropyInjector, validate_entropy_options
-from ckptstore.errors import ConfigurationError, InvalidArgumentError, MissingArgumentError
-from ckptstore.filesystems import register_path, traits_for
+from ckptstore.errors import ConfigurationError, MissingArgumentError
+from ckptstore.filesystems import register_path, require_available_schemes, traits_for
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-from ckptstore.io_errors import SECRET_MARKERS
+from ckptstore.leftovers import DEFAULT_LEFTOVER_GRACE, Leftover, clean_leftovers, find_leftovers
 from ckptstore.locations import MAX_FILE_STATE_THRESHOLD
 from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer
+from ckptstore.redaction import redact
+from ckptstore.validation import (
+    MAX_WRITE_BUFFER_SIZE,
+    require_bool,
+    require_duration,
+    require_int,
+    require_job_id,
+    require_scheme_names,
+    require_storage_options,
+    require_url_text,
+)
 
 __all__ = [
     "DEFAULT_FILE_STATE_THRESHOLD",
     "DEFAULT_WRITE_BUFFER_SIZE",
     "FileStateHandle",
     "FileSystemCheckpointStorage",
+    "Leftover",
     "RelativeFileStateHandle",
     "redact_options",
 ]
@@ -41,38 +58,34 @@ DEFAULT_WRITE_BUFFER_SIZE = 4096
 
 
 def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of fsspec options with secret-looking values replaced by ``'***'`` (recursive)."""
-    result: dict[str, Any] = {}
-    for name, value in options.items():
-        lowered = str(name).lower()
-        if isinstance(value, Mapping):
-            result[name] = redact_options(value)
-        elif any(marker in lowered for marker in SECRET_MARKERS):
-            result[name] = "***"
-        else:
-            result[name] = value
+    """A copy of fsspec options that is safe to show (``ckptstore.redaction.redact``)."""
+    result = redact(dict(options))
+    assert isinstance(result, dict)
     return result
 
 
 def _path_text(value: Any, what: str) -> StoragePath:
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if not isinstance(value, str):
-        raise InvalidArgumentError(
-            f"{what} must be a string URL or path, got {type(value).__name__}"
-        )
-    return parse_storage_path(value)
+    path = parse_storage_path(require_url_text(value, what))
+    require_available_schemes([path.scheme], what)
+    return path
 
 
 class FileSystemCheckpointStorage:
     """Checkpoint storage on a file system (local, memory, S3 or any fsspec URL).
 
     ``file_state_size_threshold``: state up to this size is kept inline (None or -1: 20480;
-    range [-1, 1048576]). ``write_buffer_size``: stream buffer (-1: 4096); streams use
-    ``max(buffer, threshold)``. ``create_subdir``: put ``shared/``, ``taskowned/`` and
-    ``chk-<n>`` under ``<path>/<job id>`` (CFG3). ``entropy_key``/``entropy_length``: entropy
-    injection (object stores and memory only). ``allowed_schemes``: schemes, besides those of
-    the configured paths, that ``resolve_checkpoint`` may open.
+    range [-1, 1048576]). ``write_buffer_size``: stream buffer (-1: 4096; at most
+    ``MAX_WRITE_BUFFER_SIZE``, 64 MiB); streams use ``max(buffer, threshold)``.
+    ``create_subdir``: put ``shared/``, ``taskowned/`` and ``chk-<n>`` under
+    ``<path>/<job id>`` (CFG3; ``True`` or ``False``, nothing else). ``storage_options``:
+    fsspec connection settings, including the retry budget (``ckptstore.filesystems``:
+    ``retries``, ``config_kwargs`` ``connect_timeout``/``read_timeout``/``retries``).
+    ``entropy_key``/``entropy_length``: entropy injection (object stores and memory only).
+    ``allowed_schemes``: schemes, besides those of the configured paths, that
+    ``resolve_checkpoint`` may open; each must be served by an fsspec file system.
+
+    Bad arguments raise ``ckptstore.validation``'s typed errors (``TypeError`` for ``None``,
+    ``ValueError`` otherwise) naming the argument, the value and the accepted range.
     """
 
     MAX_FILE_STATE_THRESHOLD = MAX_FILE_STATE_THRESHOLD
@@ -98,28 +111,31 @@ class FileSystemCheckpointStorage:
         savepoint = None if savepoint_path is None else _path_text(savepoint_path, "savepoint_path")
 
         threshold = -1 if file_state_size_threshold is None else file_state_size_threshold
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int)
-            or not -1 <= threshold <= MAX_FILE_STATE_THRESHOLD
-        ):
-            raise InvalidArgumentError(
-                f"The threshold for file state size must be in [-1, {MAX_FILE_STATE_THRESHOLD}], "
-                "where '-1' means to use the value from the deployment's configuration."
-            )
-        if (
-            isinstance(write_buffer_size, bool)
-            or not isinstance(write_buffer_size, int)
-            or write_buffer_size < -1
-        ):
-            raise InvalidArgumentError(
+        message = (
+            f"The threshold for file state size must be in [-1, {MAX_FILE_STATE_THRESHOLD}], "
+            "where '-1' means to use the value from the deployment's configuration."
+        )
+        threshold = require_int(
+            threshold,
+            "file_state_size_threshold",
+            minimum=-1,
+            maximum=MAX_FILE_STATE_THRESHOLD,
+            range_message=message,
+        )
+        write_buffer_size = require_int(
+            write_buffer_size,
+            "write_buffer_size",
+            minimum=-1,
+            maximum=MAX_WRITE_BUFFER_SIZE,
+            below_message=(
                 "The write buffer size must be not less than '-1', where '-1' means to use the "
                 "value from the deployment's configuration."
-            )
-        if storage_options is not None and not isinstance(storage_options, Mapping):
-            raise InvalidArgumentError("storage_options must be a mapping")
-        if isinstance(allowed_schemes, str):
-            allowed_schemes = (allowed_schemes,)
+            ),
+        )
+        create_subdir = require_bool(create_subdir, "create_subdir")
+        options = require_storage_options(storage_options)
+        schemes = require_scheme_names(allowed_schemes)
+        require_available_schemes(schemes)
         validate_entropy_options(entropy_key, entropy_length)
         if entropy_key is not None:
             for path in (checkpoint, savepoint):
@@ -136,11 +152,11 @@ class FileSystemCheckpointStorage:
         self._savepoint = savepoint
         self._threshold = threshold
         self._buffer_size = write_buffer_size
-        self._create_subdir = bool(create_subdir)
-        self._storage_options: dict[str, Any] = dict(storage_options or {})
+        self._create_subdir = create_subdir
+        self._storage_options: dict[str, Any] = options
         self._entropy_key = entropy_key
         self._entropy_length = entropy_length
-        self._allowed_schemes = tuple(sorted(normalise_schemes(allowed_schemes)))
+        self._allowed_schemes = tuple(sorted(normalise_schemes(schemes)))
         # Register the connection options in this process (also after unpickling) for the
         # store and buckets of both paths, so handles read here find them (rules in
         # ``ckptstore.filesystems``). No I/O.
@@ -200,12 +216,7 @@ class FileSystemCheckpointStorage:
 
     def create_checkpoint_storage(self, job_id: JobID) -> FsCheckpointStorageAccess:
         """A fresh access object for one job (no I/O)."""
-        if job_id is None:
-            raise MissingArgumentError("jobId")
-        if isinstance(job_id, str):
-            job_id = JobID.from_hex(job_id)
-        if not isinstance(job_id, JobID):
-            raise InvalidArgumentError(f"job_id must be a JobID, got {type(job_id).__name__}")
+        job_id = require_job_id(job_id)
         return FsCheckpointStorageAccess(
             self._checkpoint,
             self._savepoint,
@@ -225,6 +236,50 @@ class FileSystemCheckpointStorage:
             allowed_schemes=self._all_allowed_schemes(),
             storage_options=self._storage_options,
         )
+
+    # ------------------------------------------------------------------ crash leftovers
+
+    def _leftover_scope(self, job_id: JobID) -> dict[str, Any]:
+        access = self.create_checkpoint_storage(job_id)
+        options = self._storage_options
+        return {
+            "checkpoints_dir": parse_storage_path(access.checkpoints_directory),
+            "savepoint_dir": self._savepoint,
+            "job_id": access.job_id,
+            "token_for": lambda path: register_path(path, options),
+        }
+
+    def find_leftovers(
+        self,
+        job_id: JobID,
+        *,
+        older_than: float | datetime.timedelta = DEFAULT_LEFTOVER_GRACE,
+    ) -> list[Leftover]:
+        """Crash leftovers of ``job_id`` in this storage's layout (``ckptstore.leftovers``).
+
+        Staging files of ``_metadata`` and state files in ``chk-<n>`` (and the job's
+        ``savepoint-...``) directories without ``_metadata``, older than ``older_than``
+        (seconds or a ``timedelta``; default one hour, which must exceed the longest
+        checkpoint). Lists directories only; deletes nothing.
+        """
+        seconds = require_duration(older_than, "older_than")
+        return find_leftovers(**self._leftover_scope(job_id), older_than=seconds)
+
+    def clean_leftovers(
+        self,
+        job_id: JobID,
+        *,
+        older_than: float | datetime.timedelta = DEFAULT_LEFTOVER_GRACE,
+        dry_run: bool = False,
+    ) -> list[Leftover]:
+        """Remove what ``find_leftovers`` reports (single files, then empty directories).
+
+        Returns the leftovers removed (with ``dry_run``: those that would be). State files of
+        a directory whose ``_metadata`` appeared meanwhile are kept.
+        """
+        seconds = require_duration(older_than, "older_than")
+        dry = require_bool(dry_run, "dry_run")
+        return clean_leftovers(**self._leftover_scope(job_id), older_than=seconds, dry_run=dry)
 
     # ------------------------------------------------------------------ value semantics
 
@@ -256,8 +311,8 @@ class FileSystemCheckpointStorage:
 
     def __repr__(self) -> str:
         parts = [
-            f"checkpoint_path={self._checkpoint.url!r}",
-            f"savepoint_path={self.get_savepoint_path()!r}",
+            f"checkpoint_path={redact(self._checkpoint.url)!r}",
+            f"savepoint_path={redact(self.get_savepoint_path())!r}",
             f"file_state_size_threshold={self.get_min_file_size_threshold()}",
             f"write_buffer_size={self.get_write_buffer_size()}",
         ]
@@ -266,7 +321,7 @@ class FileSystemCheckpointStorage:
         if self._storage_options:
             parts.append(f"storage_options={redact_options(self._storage_options)!r}")
         if self._entropy_key is not None:
-            parts.append(f"entropy_key={self._entropy_key!r}")
+            parts.append(f"entropy_key={redact(self._entropy_key)!r}")
             parts.append(f"entropy_length={self._entropy_length}")
         if self._allowed_schemes:
             parts.append(f"allowed_schemes={self._allowed_schemes!r}")

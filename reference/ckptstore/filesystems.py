@@ -24,7 +24,28 @@ Options are always fsspec's configuration for the scheme updated by the storage'
 (fsspec's precedence), with bounded S3 defaults below both (:data:`S3_DEFAULTS`): an
 unreachable endpoint fails in seconds, not after minutes of retries. Instances are cached per
 options and per process id, so a forked worker builds its own (s3fs keeps an event loop and
-sessions that must not cross a fork).
+sessions that must not cross a fork); the cache key is a salted digest (a per-process random
+salt), so not even an unsalted hash of a secret is kept.
+
+Retry budget (S3): how long an operation may keep trying is set by four documented
+``storage_options`` keys, all with bounded defaults (:data:`S3_DEFAULTS`) and range-checked by
+``ckptstore.validation.require_storage_options``:
+
+==========================================  ========  ===========================================
+key                                         default   meaning
+==========================================  ========  ===========================================
+``retries``                                 2         s3fs's own retry loop (timeouts, 5xx)
+``config_kwargs['connect_timeout']``        2 s       botocore: wait for a TCP connection
+``config_kwargs['retries']['max_attempts']`` 2        botocore: retries after the first attempt
+``config_kwargs['read_timeout']``           20 s      botocore: wait for response bytes
+==========================================  ========  ===========================================
+
+:func:`retry_budget` computes the worst cases from them: an *unreachable* endpoint (refused,
+unresolvable, connect timeout: botocore retries, s3fs does not) fails every public method
+within ``(max_attempts + 1) * connect_timeout`` plus backoff: about 9 s by default; an endpoint
+that accepts connections but never answers within ``retries * (max_attempts + 1) *
+read_timeout`` plus backoff (about 2 minutes by default; lower ``read_timeout`` for less).
+``AWS_MAX_ATTEMPTS``/``AWS_RETRY_MODE`` in the environment replace the botocore retry default.
 
 Traits: object stores (``s3``, ``gs``, ``az``, ...) have no real directories, so nobody sends
 a request for a directory there (S1, ACC5, ACC6). ``file`` and ``memory`` have directories,
@@ -41,9 +62,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import hmac
 import io
 import json
 import os
+import secrets
+import shutil
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
@@ -53,30 +77,44 @@ from typing import IO, Any, BinaryIO, cast
 import fsspec
 import fsspec.config
 
-from ckptstore.errors import CheckpointIOError, MetadataExistsError
+from ckptstore.errors import (
+    CheckpointFileExistsError,
+    CheckpointIOError,
+    ConfigurationError,
+    MetadataExistsError,
+    UnsupportedSchemeError,
+)
 from ckptstore.io_errors import (
+    endpoint_label,
     guarded_reader,
+    guarded_writer,
     io_errors,
     is_unreachable,
     public_endpoint,
     translate_io_error,
+    unwrap_writer,
 )
-from ckptstore.paths import StoragePath
+from ckptstore.paths import S3_SCHEMES, StoragePath
+from ckptstore.redaction import redact_text
 
 __all__ = [
     "DIRECTORY_SCHEMES",
     "OBJECT_STORE_SCHEMES",
     "S3_DEFAULTS",
     "S3_SCHEMES",
+    "RetryBudget",
     "SchemeTraits",
     "authority_of",
+    "copy_exclusive",
     "delete_file",
-    "discard_writer",
     "delete_tree",
+    "discard_writer",
     "file_info",
     "filesystem_for",
     "filesystem_options",
     "get_filesystem",
+    "is_available_scheme",
+    "list_directory",
     "make_directories",
     "make_directory_exclusive",
     "open_exclusive_write",
@@ -85,13 +123,14 @@ __all__ = [
     "register_filesystem",
     "register_path",
     "registered_filesystem_token",
-    "server_side_copy",
+    "remove_empty_directory",
+    "require_available_schemes",
+    "retry_budget",
     "store_token",
     "sync_and_close",
     "traits_for",
 ]
 
-S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 OBJECT_STORE_SCHEMES = frozenset(
     S3_SCHEMES | {"gs", "gcs", "az", "abfs", "abfss", "adl", "oss", "r2", "b2", "wasb", "wasbs"}
 )
@@ -104,13 +143,18 @@ _LOCAL_FILE_TYPES: tuple[type, ...] = (io.BufferedWriter, io.FileIO, io.BytesIO)
 #: Bounded S3 defaults, used unless the storage options or fsspec's configuration set them:
 #: ``retries`` is s3fs's own retry loop (the reference applies it to the instance; s3fs takes
 #: it as a class attribute, default 5), ``config_kwargs`` go to botocore: a 2 s connect
-#: timeout and 2 attempts in standard retry mode (not set when ``AWS_MAX_ATTEMPTS`` or
-#: ``AWS_RETRY_MODE`` is in the environment). A connection-refused endpoint then fails in
-#: about 1-3 s; one that drops packets within about 4 x 2 s plus backoff.
+#: timeout, a 20 s read timeout (botocore's own is 60 s) and 2 retries in standard mode (not
+#: set when ``AWS_MAX_ATTEMPTS`` or ``AWS_RETRY_MODE`` is in the environment). A
+#: connection-refused endpoint then fails in about 1-3 s; one that drops packets within about
+#: 3 x 2 s plus backoff (see :func:`retry_budget`).
 S3_DEFAULTS: Mapping[str, Any] = {
     "use_listings_cache": False,
     "retries": 2,
-    "config_kwargs": {"connect_timeout": 2, "retries": {"max_attempts": 2, "mode": "standard"}},
+    "config_kwargs": {
+        "connect_timeout": 2,
+        "read_timeout": 20,
+        "retries": {"max_attempts": 2, "mode": "standard"},
+    },
 }
 _S3_RETRY_ENVIRONMENT = ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE")
 # fsspec applies its configuration for every protocol name of the implementation class.
@@ -201,15 +245,99 @@ def filesystem_options(scheme: str, storage_options: Mapping[str, Any] | None) -
         config = dict(options.get("config_kwargs") or {})
         defaults = S3_DEFAULTS["config_kwargs"]
         config.setdefault("connect_timeout", defaults["connect_timeout"])
+        config.setdefault("read_timeout", defaults["read_timeout"])
         if "retries" not in config and not any(k in os.environ for k in _S3_RETRY_ENVIRONMENT):
             config["retries"] = dict(defaults["retries"])
         options["config_kwargs"] = config
     return options
 
 
-def _digest(value: Any) -> str:
-    blob = json.dumps(value, default=repr, sort_keys=True)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+def is_available_scheme(scheme: str) -> bool:
+    """True when an fsspec file system serves ``scheme`` (registered or known to fsspec).
+
+    Only fsspec's registry is consulted: nothing is imported. ``s3n`` (Hadoop's old native
+    S3) is served by nothing and is refused.
+    """
+    from fsspec.registry import known_implementations, registry
+
+    name = str(scheme).lower()
+    return name in registry or name in known_implementations
+
+
+def require_available_schemes(schemes: Iterable[str], setting: str = "allowed_schemes") -> None:
+    """Raise ``ConfigurationError`` naming the first scheme no file system serves."""
+    for scheme in schemes:
+        if not is_available_scheme(scheme):
+            raise ConfigurationError(
+                f"{setting}: no file system serves the scheme {scheme!r} (fsspec knows no "
+                f"implementation for it); use one of the schemes fsspec supports, such as "
+                "'file', 'memory', 's3', 's3a', 'gs' or 'az'"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class RetryBudget:
+    """How long S3 requests keep trying, from ``storage_options`` (module docstring)."""
+
+    #: s3fs's retry loop (read timeouts, 5xx, throttling; not connection failures)
+    retries: int
+    #: botocore's retries after the first attempt (standard mode)
+    max_attempts: int
+    connect_timeout: float
+    read_timeout: float
+
+    @property
+    def attempts_per_request(self) -> int:
+        return self.max_attempts + 1
+
+    @property
+    def unreachable_seconds(self) -> float:
+        """Worst case for an unreachable endpoint: botocore's attempts, each a connect
+        timeout, plus standard-mode backoff (at most 2**n s after attempt n)."""
+        backoff = sum(min(2.0**n, 20.0) for n in range(self.max_attempts))
+        return self.attempts_per_request * self.connect_timeout + backoff
+
+    @property
+    def unresponsive_seconds(self) -> float:
+        """Worst case for an endpoint that accepts connections and never answers."""
+        backoff = sum(min(2.0**n, 20.0) for n in range(self.max_attempts))
+        s3fs_backoff = sum(min(1.7**n * 0.1, 15.0) for n in range(self.retries))
+        per_try = self.attempts_per_request * self.read_timeout + backoff
+        return self.retries * per_try + s3fs_backoff
+
+
+def retry_budget(storage_options: Mapping[str, Any] | None = None) -> RetryBudget:
+    """The S3 retry budget that ``storage_options`` give (defaults: :data:`S3_DEFAULTS`)."""
+    options = filesystem_options("s3", storage_options)
+    config = options.get("config_kwargs") or {}
+    retries_config = config.get("retries") or {}
+    env_attempts = os.environ.get("AWS_MAX_ATTEMPTS", "")
+    if "max_attempts" in retries_config:
+        max_attempts = int(retries_config["max_attempts"])
+    elif "total_max_attempts" in retries_config:
+        max_attempts = max(0, int(retries_config["total_max_attempts"]) - 1)
+    elif env_attempts.strip().isdigit():
+        max_attempts = max(0, int(env_attempts) - 1)
+    else:
+        max_attempts = 2
+    return RetryBudget(
+        retries=max(1, int(options.get("retries", 2))),
+        max_attempts=max_attempts,
+        connect_timeout=float(config.get("connect_timeout", 60)),
+        read_timeout=float(config.get("read_timeout", 60)),
+    )
+
+
+# A per-process salt: instance cache keys are digests of the full options (secrets
+# included); salted, they reveal nothing even to someone who sees one.
+_SALT = secrets.token_bytes(32)
+
+
+def _digest(value: Any, *, salted: bool = False) -> str:
+    blob = json.dumps(value, default=repr, sort_keys=True).encode("utf-8")
+    if salted:
+        return hmac.new(_SALT, blob, hashlib.sha256).hexdigest()
+    return hashlib.sha256(blob).hexdigest()
 
 
 def _endpoint_option(options: Mapping[str, Any]) -> Any:
@@ -255,7 +383,8 @@ class _Registration:
     scheme: str
     family: str
     options: dict[str, Any]
-    #: digest of the full options (secrets included): the instance cache key, never shown
+    #: salted digest of the full options (secrets included): the instance cache key,
+    #: never shown, meaningless outside this process
     key: str
 
 
@@ -273,7 +402,9 @@ _MEMORY_LOCK = threading.Lock()
 
 
 def _registration(scheme: str, options: dict[str, Any]) -> _Registration:
-    return _Registration(scheme, _family(scheme), options, _digest([scheme, options]))
+    return _Registration(
+        scheme, _family(scheme), options, _digest([scheme, options], salted=True)
+    )
 
 
 def register_filesystem(
@@ -354,9 +485,37 @@ def get_filesystem(scheme: str, token: str | None = None, *, authority: str | No
         cache_key = (registration.key, os.getpid())
         fs = _INSTANCES.get(cache_key)
         if fs is None:
-            fs = _instantiate(registration.scheme, registration.options)
+            fs = _instantiate_or_fail(registration.scheme, registration.options)
             _INSTANCES[cache_key] = fs
         return fs
+
+
+def _instantiate_or_fail(scheme: str, options: Mapping[str, Any]) -> Any:
+    """``_instantiate``; a failure is ``UnsupportedSchemeError`` or ``CheckpointIOError``.
+
+    No file system for the scheme (unknown protocol, its package not installed) is PTR4's
+    "Cannot access file system"; options the file system rejects are a misconfigured store.
+    """
+    try:
+        return _instantiate(scheme, options)
+    except (ImportError, ValueError) as exc:
+        if isinstance(exc, ImportError) or "protocol" in str(exc).lower():
+            raise UnsupportedSchemeError(
+                f"Cannot access file system for scheme '{scheme}': "
+                f"{redact_text(str(exc), limit=300)}"
+            ) from exc
+        failure: Exception = exc
+    except Exception as exc:
+        failure = exc
+    raise CheckpointIOError(
+        f"Cannot create the '{scheme}' file system (endpoint "
+        f"{endpoint_label(None, scheme) if scheme in DIRECTORY_SCHEMES else _shown(options)}): "
+        f"{type(failure).__name__}: {redact_text(str(failure), limit=300)}"
+    ) from failure
+
+
+def _shown(options: Mapping[str, Any]) -> str:
+    return public_endpoint(_endpoint_option(options)) or "the default endpoint"
 
 
 def filesystem_for(path: StoragePath, token: str | None = None) -> Any:
@@ -371,12 +530,11 @@ def make_directories(fs: Any, path: StoragePath) -> None:
     """``makedirs(path, exist_ok=True)`` on directory file systems; nothing on object stores."""
     if not traits_for(path.scheme).real_directories:
         return
-    try:
-        fs.makedirs(path.path, exist_ok=True)
-    except FileExistsError:
-        return
-    except OSError as exc:
-        raise CheckpointIOError(f"Failed to create directory {path.url}: {exc}") from exc
+    with io_errors("create the directory", path, fs, any_exception=True):
+        try:
+            fs.makedirs(path.path, exist_ok=True)
+        except FileExistsError:
+            return
 
 
 def make_directory_exclusive(fs: Any, path: StoragePath) -> bool:
@@ -387,10 +545,45 @@ def make_directory_exclusive(fs: Any, path: StoragePath) -> bool:
     """
     if not traits_for(path.scheme).real_directories:
         return True
-    fs.makedirs(path.parent.path, exist_ok=True)
+    with io_errors("create the directory", path, fs, any_exception=True):
+        fs.makedirs(path.parent.path, exist_ok=True)
+        try:
+            fs.mkdir(path.path, create_parents=False)
+        except FileExistsError:
+            return False
+    return True
+
+
+def list_directory(fs: Any, path: StoragePath) -> list[dict[str, Any]]:
+    """The entries directly in ``path`` (fsspec ``ls(detail=True)``); missing gives ``[]``.
+
+    Used only by the crash-leftover scan (``ckptstore.leftovers``), never on the checkpoint
+    path: on S3 it is one ListObjectsV2 per page.
+    """
+    with io_errors("list", path, fs, any_exception=True):
+        try:
+            entries = fs.ls(path.path, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+    return [entry for entry in entries if isinstance(entry, dict)]
+
+
+def remove_empty_directory(fs: Any, path: StoragePath) -> bool:
+    """Remove ``path`` if it is an empty directory (directory file systems only).
+
+    Never recursive: a directory that got a file meanwhile stays. True if it was removed.
+    """
+    if not traits_for(path.scheme).real_directories:
+        return False
     try:
-        fs.mkdir(path.path, create_parents=False)
-    except FileExistsError:
+        if path.scheme == "file":
+            os.rmdir(path.path)
+        else:
+            with _MEMORY_LOCK:
+                if fs.ls(path.path, detail=False):
+                    return False
+                fs.rmdir(path.path)
+    except OSError:
         return False
     return True
 
@@ -404,14 +597,19 @@ def open_exclusive_write(fs: Any, path: StoragePath) -> IO[bytes]:
     Local files use the built-in ``open(..., 'xb')`` (atomic ``O_EXCL``, ``fileno`` for
     fsync). Object stores get ``fs.open(path, 'xb')``: s3fs buffers and sends one PUT with
     ``If-None-Match: *`` at close (multipart for large files), so nothing exists on the
-    store until the file is committed and a discarded writer uploads nothing.
+    store until the file is committed and a discarded writer uploads nothing. The writer
+    raises the contract's errors (``ckptstore.io_errors.guarded_writer``); an existing file
+    raises ``CheckpointFileExistsError``.
     """
-    if path.scheme == "file":
-        return open(path.path, "xb")
-    if path.scheme == "memory":
-        with _MEMORY_LOCK:
-            return cast(IO[bytes], fs.open(path.path, "xb"))
-    return cast(IO[bytes], fs.open(path.path, "xb"))
+    with io_errors("create", path, fs, any_exception=True):
+        if path.scheme == "file":
+            writer: IO[bytes] = open(path.path, "xb")  # noqa: SIM115 (returned open)
+        elif path.scheme == "memory":
+            with _MEMORY_LOCK:
+                writer = cast(IO[bytes], fs.open(path.path, "xb"))
+        else:
+            writer = cast(IO[bytes], fs.open(path.path, "xb"))
+    return guarded_writer(writer, path, fs)
 
 
 def discard_writer(writer: IO[bytes]) -> None:
@@ -420,6 +618,7 @@ def discard_writer(writer: IO[bytes]) -> None:
     For buffered remote files (s3fs) ``discard()`` aborts a multipart upload and drops the
     buffer, so ``close()`` uploads nothing. Errors are swallowed: this runs on cleanup paths.
     """
+    writer = unwrap_writer(writer)
     discard = getattr(writer, "discard", None)
     if callable(discard) and not isinstance(writer, _LOCAL_FILE_TYPES):
         with contextlib.suppress(Exception):
@@ -431,11 +630,12 @@ def discard_writer(writer: IO[bytes]) -> None:
         writer.close()
 
 
-def sync_and_close(writer: IO[bytes], path: StoragePath) -> None:
+def sync_and_close(writer: IO[bytes], path: StoragePath, fs: Any = None) -> None:
     """Flush, fsync (local files) and close a writer, committing it (FLINK-36421)."""
     if path.scheme == "file":
         writer.flush()
-        os.fsync(writer.fileno())
+        with io_errors("sync", path, fs, any_exception=True):
+            os.fsync(writer.fileno())
     writer.close()
 
 
@@ -444,7 +644,11 @@ def publish_exclusive(fs: Any, path: StoragePath, data: bytes) -> None:
 
     Local: temp file in the same directory + ``os.link`` (atomic, never overwrites).
     Memory: check-and-create under a lock. S3: one PutObject with ``If-None-Match: *``.
-    Others: ``open(path, 'xb')``. An existing target raises ``MetadataExistsError``.
+    Others: ``open(path, 'xb')``. An existing target raises ``MetadataExistsError``; any
+    other failure the contract's ``OSError`` types (``ckptstore.io_errors``).
+
+    A crash between the temp file's creation and its removal leaves
+    ``._metadata.<hex>.inprogress`` behind (``ckptstore.leftovers`` finds and removes it).
     """
     try:
         if path.scheme == "file":
@@ -460,14 +664,17 @@ def publish_exclusive(fs: Any, path: StoragePath, data: bytes) -> None:
         else:
             with fs.open(path.path, "xb") as out:
                 out.write(data)
-    except FileExistsError as exc:
+    except (FileExistsError, CheckpointFileExistsError) as exc:
         raise MetadataExistsError(f"Target file {path.url} already exists.") from exc
-    except MetadataExistsError:
-        raise
-    except OSError as exc:
-        if _is_precondition_failure(exc):
+    except Exception as exc:
+        if isinstance(exc, OSError) and _is_precondition_failure(exc):
             raise MetadataExistsError(f"Target file {path.url} already exists.") from exc
-        raise
+        error = translate_io_error(exc, "publish", path, fs, any_exception=True)
+        raise error from exc
+
+
+#: The staging files of :func:`publish_exclusive` on local disks: ``.<name>.<hex>.inprogress``.
+STAGING_SUFFIX = ".inprogress"
 
 
 def _is_precondition_failure(exc: OSError) -> bool:
@@ -482,7 +689,7 @@ def _is_precondition_failure(exc: OSError) -> bool:
 
 def _publish_local(path: StoragePath, data: bytes) -> None:
     directory = path.parent.path
-    temp = f"{directory}/.{path.name}.{uuid.uuid4().hex}.inprogress"
+    temp = f"{directory}/.{path.name}.{uuid.uuid4().hex}{STAGING_SUFFIX}"
     with open(temp, "xb") as out:
         out.write(data)
         out.flush()
@@ -523,14 +730,15 @@ def delete_file(fs: Any, path: StoragePath) -> None:
         if not still_there:
             return
     error = translate_io_error(failure, "delete", path, fs, any_exception=True)
-    if error is failure:
-        raise failure
     raise error from failure
 
 
 def delete_tree(fs: Any, path: StoragePath) -> None:
-    """Delete a directory and everything below it; missing is fine (MD6, MD7, T-CCL1)."""
-    with io_errors("delete", path, fs):
+    """Delete a directory and everything below it; missing is fine (MD6, MD7, T-CCL1).
+
+    Callers confine it to directories the storage's layout names (``ckptstore.layout``).
+    """
+    with io_errors("delete", path, fs, any_exception=True):
         try:
             fs.rm(path.path, recursive=True)
         except FileNotFoundError:
@@ -543,10 +751,11 @@ def delete_tree(fs: Any, path: StoragePath) -> None:
 
 def file_info(fs: Any, path: StoragePath) -> dict[str, Any] | None:
     """``fs.info(path)`` or ``None`` when it does not exist (one HEAD on S3 for a file)."""
-    try:
-        return cast(dict[str, Any], fs.info(path.path))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+    with io_errors("look up", path, fs, any_exception=True):
+        try:
+            return cast(dict[str, Any], fs.info(path.path))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
 
 def open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
@@ -555,7 +764,7 @@ def open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
     The reader raises the contract's errors (``ckptstore.io_errors``) on open and on read:
     on S3 the GET happens at the first ``read()``.
     """
-    with io_errors("read", path, fs):
+    with io_errors("read", path, fs, any_exception=True):
         reader = _open_for_read(fs, path, size)
     return guarded_reader(reader, path, fs)
 
@@ -573,23 +782,55 @@ def _open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
     return cast(BinaryIO, fs.open(path.path, "rb"))
 
 
-def server_side_copy(fs: Any, source: StoragePath, target: StoragePath, size: int = -1) -> None:
-    """Copy a file without moving its bytes through this process where the store allows it.
+def copy_exclusive(fs: Any, source: StoragePath, target: StoragePath, size: int = -1) -> None:
+    """Copy a file to a new ``target``, never overwriting, without moving the bytes through
+    this process where the store allows it.
 
-    S3: one CopyObject (no HEAD) for files up to 5 GiB of known size; local: a hard link
-    (falling back to a copy across devices); memory and others: ``fs.copy``.
+    Local: a hard link (``os.link`` never overwrites), else an exclusive ``open('xb')`` copy
+    (across devices). Memory: check-and-copy under a lock. S3: one CopyObject (no HEAD) for
+    files up to 5 GiB of known size, else s3fs's multipart copy; S3's CopyObject cannot be
+    made exclusive everywhere, so callers pick fresh random target names. Others: an
+    existence check, then ``fs.copy``. An existing target raises ``CheckpointFileExistsError``,
+    a missing source ``CheckpointNotFoundError``, any other failure ``CheckpointIOError``.
     """
-    if source.scheme == "file":
-        try:
-            os.link(source.path, target.path)
-        except OSError as exc:
-            if exc.errno in (errno.EEXIST,):
-                raise
-            fs.copy(source.path, target.path)
-        return
-    if source.scheme in S3_SCHEMES and 0 <= size <= 5 * 2**30:
-        from fsspec.asyn import sync
+    message = f"Could not copy {source.url} to {target.url}"
+    with io_errors("copy", target, fs, any_exception=True, message=message):
+        if source.scheme == "file":
+            _copy_local_exclusive(source, target)
+        elif source.scheme == "memory":
+            with _MEMORY_LOCK:
+                if fs.exists(target.path):
+                    raise FileExistsError(errno.EEXIST, "exists", target.url)
+                fs.copy(source.path, target.path)
+        elif source.scheme in S3_SCHEMES and 0 <= size <= 5 * 2**30:
+            from fsspec.asyn import sync
 
-        sync(fs.loop, fs._copy_basic, source.path, target.path)
+            sync(fs.loop, fs._copy_basic, source.path, target.path)
+        elif source.scheme in S3_SCHEMES:
+            fs.copy(source.path, target.path)
+        else:
+            if fs.exists(target.path):
+                raise FileExistsError(errno.EEXIST, "exists", target.url)
+            fs.copy(source.path, target.path)
+
+
+def _copy_local_exclusive(source: StoragePath, target: StoragePath) -> None:
+    try:
+        os.link(source.path, target.path)
         return
-    fs.copy(source.path, target.path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise
+    # no hard links here (another device, a file system without them): an exclusive copy
+    with open(source.path, "rb") as src:
+        try:
+            with open(target.path, "xb") as dst:
+                shutil.copyfileobj(src, dst)
+        except FileExistsError:
+            raise
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(target.path)
+            raise

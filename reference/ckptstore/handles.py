@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from ckptstore.errors import InvalidArgumentError, MissingArgumentError
+from ckptstore.errors import InvalidArgumentTypeError, MissingArgumentError
 from ckptstore.filesystems import authority_of, delete_file, get_filesystem, open_for_read
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.validation import JAVA_LONG_MAX, require_file_name, require_int, require_url_text
 
 __all__ = ["FileStateHandle", "RelativeFileStateHandle"]
 
@@ -36,11 +37,20 @@ class FileStateHandle:
     def __post_init__(self) -> None:
         if self.file_path is None:
             raise MissingArgumentError("file_path must not be None")
-        if not isinstance(self.state_size, int) or self.state_size < -1:
-            raise InvalidArgumentError(
-                f"state size must be an int >= -1 (-1: unknown), got {self.state_size!r}"
+        size = require_int(
+            self.state_size,
+            "state_size",
+            minimum=-1,
+            maximum=JAVA_LONG_MAX,
+            below_message=f"state size must be an int >= -1 (-1: unknown), got {self.state_size!r}",
+        )
+        object.__setattr__(self, "state_size", size)
+        if self.fs_token is not None and not isinstance(self.fs_token, str):
+            raise InvalidArgumentTypeError(
+                f"fs_token must be a string or None, got {type(self.fs_token).__name__}"
             )
-        object.__setattr__(self, "file_path", parse_storage_path(self.file_path).url)
+        path = parse_storage_path(require_url_text(self.file_path, "file_path"))
+        object.__setattr__(self, "file_path", path.url)
 
     @property
     def storage_path(self) -> StoragePath:
@@ -90,8 +100,7 @@ class RelativeFileStateHandle(FileStateHandle):
         FileStateHandle.__post_init__(self)
         if self.relative_path is None:
             raise MissingArgumentError("relative_path must not be None")
-        if not self.relative_path:
-            raise InvalidArgumentError("relative_path must be a non-empty file name")
+        require_file_name(self.relative_path)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

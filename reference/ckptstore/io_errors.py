@@ -2,26 +2,37 @@
 
 fsspec file systems fail in many ways: built-in ``OSError`` subclasses (``FileNotFoundError``
 from s3fs for a missing key, ``PermissionError`` for a 403), but also the client library's own
-exceptions (botocore's ``EndpointConnectionError`` is no ``OSError``), aiohttp errors and
-timeouts. The contract promises ``OSError`` for any I/O problem and ``FileNotFoundError`` for
-something that does not exist, so every storage operation that touches a file system runs in
-:func:`io_errors`, which raises:
+exceptions (botocore's ``EndpointConnectionError`` or ``ParamValidationError`` are no
+``OSError``), aiohttp errors and timeouts. The contract promises ``OSError`` for any I/O problem
+and ``FileNotFoundError`` for something that does not exist, so every storage operation that
+touches a file system runs in :func:`io_errors` (the raw operations of
+``ckptstore.filesystems`` with ``any_exception=True``: whatever a file-system call raises is
+its failure), which raises:
 
 * ``CheckpointNotFoundError`` (a ``FileNotFoundError``) for a missing file or object,
+* ``CheckpointFileExistsError`` (a ``FileExistsError``) for a file that an exclusive create
+  found (nothing is overwritten),
+* ``EndpointUnreachableError`` (a ``ConnectionError``) when the endpoint could not be reached
+  at all (refused, unresolvable host, connect timeout),
 * ``CheckpointIOError`` (an ``OSError``) for every other failure of the file system or its
-  client library (unreachable endpoint, timeout, access denied, server error),
+  client library (timeout, access denied, server error, a misconfigured client),
 
-with a message that names the operation, the path and the endpoint (without userinfo, query
-or any secret; known secret values are blanked out of the client's own text too). The
-original exception is the ``__cause__``. Errors the storage raises on purpose
-(``CheckpointStorageError``) pass unchanged, and so do exceptions that are not I/O at all
-(a ``TypeError`` from a bug stays a ``TypeError``).
+with a message that names the operation, the path and the endpoint, passed through
+``ckptstore.redaction`` (no userinfo, no secret query parameter, no known secret value of the
+file system's options). The original exception is the ``__cause__``; its ``errno`` is kept.
+Errors the storage raises on purpose (``CheckpointStorageError``) pass unchanged, and so do
+exceptions that are not I/O at all unless the caller says every exception is (a ``TypeError``
+from a bug in the storage itself stays a ``TypeError``).
 
-Readers returned by :func:`guarded_reader` translate the same way on ``read()``: on S3 the
-GET happens at the first read, not at open.
+Readers returned by :func:`guarded_reader` and writers returned by :func:`guarded_writer`
+translate the same way on every call: on S3 the GET happens at the first ``read()`` and the
+PUT at ``close()``.
+
+How long a failure may take is bounded by the retry budget of the file system's options
+(``ckptstore.filesystems.retry_budget``).
 
 This module does no I/O and imports only the standard library and ``ckptstore``'s own
-``errors`` and ``paths``; file systems are inspected by duck typing.
+``errors``, ``redaction`` and ``paths``; file systems are inspected by duck typing.
 """
 
 from __future__ import annotations
@@ -29,38 +40,42 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import re
 from collections.abc import Iterator, Mapping
-from typing import Any, BinaryIO, cast
+from typing import IO, Any, BinaryIO, cast
 from urllib.parse import urlsplit
 
-from ckptstore.errors import CheckpointIOError, CheckpointNotFoundError, CheckpointStorageError
+from ckptstore.errors import (
+    CheckpointFileExistsError,
+    CheckpointIOError,
+    CheckpointNotFoundError,
+    CheckpointStorageError,
+    EndpointUnreachableError,
+)
 from ckptstore.paths import StoragePath
+from ckptstore.redaction import SECRET_MARKERS, redact_text, secret_values
 
 __all__ = [
     "SECRET_MARKERS",
     "endpoint_label",
     "guarded_reader",
+    "guarded_writer",
     "io_errors",
     "is_unreachable",
     "public_endpoint",
     "translate_io_error",
+    "unwrap_writer",
+    "with_context",
 ]
-
-#: Option names whose values are treated as secrets (``redact_options``, error messages).
-SECRET_MARKERS = ("key", "secret", "token", "password", "passwd", "session", "credential",
-                  "auth", "sas", "signature", "private")
 
 # Exceptions of these packages are I/O failures of a file system or its client.
 _IO_MODULES = ("botocore", "aiobotocore", "aiohttp", "urllib3", "requests", "s3fs", "fsspec",
                "gcsfs", "adlfs", "azure", "google", "ocifs", "ossfs")
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s\"']*@")
-# The query of any URL in a client's message (presigned or odd endpoints carry signatures).
-_URL_QUERY = re.compile(r"(?P<url>[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'`?]*)\?[^\s\"'`]*")
 _MAX_REASON = 400
 # Exception class names (any module) of a connection that could not be established.
 _UNREACHABLE = frozenset({"EndpointConnectionError", "ConnectTimeoutError",
-                          "ClientConnectorError", "ProxyConnectionError"})
+                          "ClientConnectorError", "ClientConnectorDNSError",
+                          "ProxyConnectionError", "ConnectionTimeoutError", "ConnectTimeout",
+                          "NewConnectionError", "NameResolutionError", "gaierror"})
 
 
 def public_endpoint(url: Any) -> str | None:
@@ -116,33 +131,16 @@ def endpoint_label(fs: Any, scheme: str) -> str:
 
 def _secret_values(fs: Any) -> list[str]:
     """Values of secret-looking options and credential attributes of ``fs``."""
-    found: list[str] = []
-
-    def collect(options: Mapping[str, Any]) -> None:
-        for name, value in options.items():
-            if isinstance(value, Mapping):
-                collect(value)
-            elif isinstance(value, str) and any(m in str(name).lower() for m in SECRET_MARKERS):
-                found.append(value)
-
-    options = getattr(fs, "storage_options", None)
-    if isinstance(options, Mapping):
-        collect(options)
+    found = secret_values(getattr(fs, "storage_options", None) or {})
     for attribute in ("key", "secret", "token", "password"):
         value = getattr(fs, attribute, None)
         if isinstance(value, str):
             found.append(value)
-    return [v for v in found if len(v) >= 3]
+    return [v for v in found if len(v) >= 4]
 
 
 def _scrub(text: str, secrets: list[str]) -> str:
-    text = _USERINFO.sub(r"\g<scheme>", text)
-    text = _URL_QUERY.sub(r"\g<url>", text)
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    if len(text) > _MAX_REASON:
-        text = text[:_MAX_REASON] + "..."
-    return text
+    return redact_text(text, secrets, limit=_MAX_REASON)
 
 
 def _is_io_failure(exc: BaseException) -> bool:
@@ -155,10 +153,17 @@ def _is_io_failure(exc: BaseException) -> bool:
 
 
 def is_unreachable(exc: BaseException) -> bool:
-    """True when ``exc`` says the request never reached the server (connect failed)."""
-    return isinstance(exc, ConnectionRefusedError) or any(
-        cls.__name__ in _UNREACHABLE for cls in type(exc).__mro__
-    )
+    """True when ``exc`` (or an exception it wraps) says the request never reached the server."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError | EndpointUnreachableError) or any(
+            cls.__name__ in _UNREACHABLE for cls in type(current).__mro__
+        ):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def translate_io_error(
@@ -168,40 +173,90 @@ def translate_io_error(
     fs: Any = None,
     *,
     any_exception: bool = False,
+    message: str | None = None,
 ) -> BaseException:
     """The exception to raise instead of ``exc`` (``exc`` itself when it is no I/O failure).
 
     ``action`` is a verb phrase ("read", "delete", "resolve the checkpoint pointer"), the
-    message reads ``Could not <action> <url> (endpoint <endpoint>): <reason>``. With
-    ``any_exception`` every ``Exception`` counts as an I/O failure (for callers that already
-    know the file system failed, whatever it raised).
+    message reads ``Could not <action> <url> (endpoint <endpoint>): <reason>``; ``message``
+    replaces the part before the endpoint (for Flink's own wording). With ``any_exception``
+    every ``Exception`` counts as an I/O failure (for callers whose block holds nothing but a
+    file-system call, whatever it raised).
     """
     if isinstance(exc, CheckpointStorageError):
         return exc
     if not (_is_io_failure(exc) or (any_exception and isinstance(exc, Exception))):
         return exc
     endpoint = endpoint_label(fs, path.scheme)
+    secrets = _secret_values(fs)
+    cls: type[CheckpointIOError]
     if isinstance(exc, FileNotFoundError):
         reason = "no such file or object"
-        cls: type[CheckpointIOError] = CheckpointNotFoundError
+        cls = CheckpointNotFoundError
         code = errno.ENOENT
+    elif isinstance(exc, FileExistsError):
+        reason = "it exists already (nothing was overwritten)"
+        cls = CheckpointFileExistsError
+        code = errno.EEXIST
     else:
-        reason = f"{type(exc).__name__}: {_scrub(str(exc), _secret_values(fs))}"
-        cls = CheckpointIOError
-        code = exc.errno if isinstance(exc, OSError) and exc.errno else errno.EIO
-    error = cls(f"Could not {action} {path.url} (endpoint {endpoint}): {reason}")
+        reason = f"{type(exc).__name__}: {_scrub(str(exc), secrets)}"
+        unreachable = is_unreachable(exc)
+        cls = EndpointUnreachableError if unreachable else CheckpointIOError
+        code = exc.errno if isinstance(exc, OSError) and exc.errno else (
+            errno.ECONNREFUSED if unreachable else errno.EIO
+        )
+        if unreachable:
+            reason = f"the endpoint could not be reached ({reason})"
+    lead = message if message is not None else f"Could not {action} {path.url}"
+    error = cls(f"{redact_text(lead, secrets, limit=None)} (endpoint {endpoint}): {reason}")
     error.errno = code  # str(error) stays the message (no strerror/filename set)
     error.__cause__ = exc
     return error
 
 
+def with_context(
+    exc: BaseException, message: str, path: StoragePath, fs: Any = None
+) -> CheckpointIOError:
+    """A contract ``OSError`` that starts with ``message`` and ends with what ``exc`` says.
+
+    For the places where Flink has its own wording ("Could not flush to file and close the
+    file system output stream to ..."): the class is the one :func:`translate_io_error`
+    gives (``EndpointUnreachableError``, ``CheckpointFileExistsError``... or
+    ``CheckpointIOError``), the message keeps the endpoint and reason, redacted; the cause is
+    ``exc``.
+    """
+    translated = translate_io_error(exc, "write", path, fs, any_exception=True)
+    cls: type[CheckpointIOError] = (
+        type(translated) if isinstance(translated, CheckpointIOError) else CheckpointIOError
+    )
+    secrets = _secret_values(fs)
+    detail = redact_text(str(translated), secrets, limit=_MAX_REASON)
+    try:
+        error = cls(f"{redact_text(message, secrets, limit=None)}: {detail}")
+    except TypeError:  # a subclass with another constructor: keep the plain class
+        error = CheckpointIOError(f"{redact_text(message, secrets, limit=None)}: {detail}")
+    code = getattr(translated, "errno", None)
+    error.errno = code if isinstance(code, int) else errno.EIO
+    error.__cause__ = exc
+    return error
+
+
 @contextlib.contextmanager
-def io_errors(action: str, path: StoragePath, fs: Any = None) -> Iterator[None]:
+def io_errors(
+    action: str,
+    path: StoragePath,
+    fs: Any = None,
+    *,
+    any_exception: bool = False,
+    message: str | None = None,
+) -> Iterator[None]:
     """Run a file-system operation; raise its failure as the contract's ``OSError`` type."""
     try:
         yield
     except Exception as exc:
-        translated = translate_io_error(exc, action, path, fs)
+        translated = translate_io_error(
+            exc, action, path, fs, any_exception=any_exception, message=message
+        )
         if translated is exc:
             raise
         raise translated from exc
@@ -217,7 +272,7 @@ class _GuardedReader(io.BufferedIOBase):
         self._fs = fs
 
     def _guard(self) -> contextlib.AbstractContextManager[None]:
-        return io_errors("read", self._path, self._fs)
+        return io_errors("read", self._path, self._fs, any_exception=True)
 
     def readable(self) -> bool:
         return True
@@ -274,3 +329,68 @@ class _GuardedReader(io.BufferedIOBase):
 def guarded_reader(inner: BinaryIO, path: StoragePath, fs: Any) -> BinaryIO:
     """Wrap a reader so that a failing ``read``/``seek`` raises like :func:`io_errors`."""
     return cast(BinaryIO, _GuardedReader(inner, path, fs))
+
+
+class _GuardedWriter:
+    """A binary writer whose failures come out through :func:`translate_io_error`.
+
+    ``write``, ``flush`` and ``close`` are guarded (on S3 the upload happens at ``close``);
+    :func:`unwrap_writer` gives back the file system's own writer for cleanup paths.
+    """
+
+    def __init__(self, inner: IO[bytes], path: StoragePath, fs: Any) -> None:
+        self._inner = inner
+        self._path = path
+        self._fs = fs
+
+    def _guard(self) -> contextlib.AbstractContextManager[None]:
+        return io_errors("write", self._path, self._fs, any_exception=True)
+
+    @property
+    def inner(self) -> IO[bytes]:
+        return self._inner
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._inner.closed)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any, /) -> int:
+        with self._guard():
+            written = self._inner.write(data)
+        return len(memoryview(data)) if written is None else int(written)
+
+    def flush(self) -> None:
+        with self._guard():
+            self._inner.flush()
+
+    def fileno(self) -> int:
+        return int(self._inner.fileno())
+
+    def tell(self) -> int:
+        return int(self._inner.tell())
+
+    def close(self) -> None:
+        with self._guard():
+            self._inner.close()
+
+    def __enter__(self) -> _GuardedWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<writer of {self._path.url}>"
+
+
+def guarded_writer(inner: IO[bytes], path: StoragePath, fs: Any) -> IO[bytes]:
+    """Wrap a writer: a failing ``write``, ``flush`` or ``close`` raises like :func:`io_errors`."""
+    return cast(IO[bytes], _GuardedWriter(inner, path, fs))
+
+
+def unwrap_writer(writer: IO[bytes]) -> IO[bytes]:
+    """The file system's own writer behind a :func:`guarded_writer` (else ``writer``)."""
+    return writer.inner if isinstance(writer, _GuardedWriter) else writer

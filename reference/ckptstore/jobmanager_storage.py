@@ -15,26 +15,22 @@ The storage object is picklable configuration; ``create_checkpoint_storage(job_i
 from __future__ import annotations
 
 import io
-import os
 import threading
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ckptstore._checks import describe, require_int
-from ckptstore.access import MAX_SAVEPOINT_DIR_ATTEMPTS, random_savepoint_suffix
+from ckptstore.access import create_savepoint_directory
 from ckptstore.api import (
     CHECKPOINT_DIR_PREFIX,
     METADATA_FILE_NAME,
     NON_ADDRESSABLE_POINTER,
-    SAVEPOINT_DIR_PREFIX,
     ByteStreamStateHandle,
     CheckpointStorageLocationReference,
     JobID,
     StreamStateHandle,
 )
 from ckptstore.errors import (
-    CheckpointIOError,
     ConfigurationError,
     InvalidArgumentError,
     InvalidHandleError,
@@ -46,9 +42,10 @@ from ckptstore.filesystems import (
     delete_tree,
     filesystem_for,
     make_directories,
-    make_directory_exclusive,
     register_path,
+    require_available_schemes,
 )
+from ckptstore.layout import require_disposable
 from ckptstore.memory_streams import MemCheckpointStreamFactory, MemoryCheckpointOutputStream
 from ckptstore.metadata import (
     FsCheckpointMetadataOutputStream,
@@ -57,7 +54,21 @@ from ckptstore.metadata import (
 from ckptstore.options import CHECKPOINTS_DIRECTORY, SAVEPOINT_DIRECTORY, get_string
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer
+from ckptstore.redaction import redact_text
 from ckptstore.toolset import NotDuplicatingCheckpointStateToolset
+from ckptstore.validation import (
+    JAVA_INT_MAX,
+    describe,
+    require_bytes,
+    require_checkpoint_id,
+    require_handle,
+    require_int,
+    require_job_id,
+    require_reference,
+    require_scheme_names,
+    require_storage_options,
+    require_url_text,
+)
 
 __all__ = [
     "DEFAULT_MAX_STATE_SIZE",
@@ -80,36 +91,24 @@ def _validate_max_state_size(max_state_size: Any) -> int:
         max_state_size,
         "max_state_size",
         minimum=1,
+        maximum=JAVA_INT_MAX,
         error=ConfigurationError,
-        range_message=f"maxStateSize must be > 0, got {max_state_size!r}",
+        below_message=f"maxStateSize must be > 0, got {max_state_size!r}",
     )
 
 
 def _optional_path(value: Any, what: str) -> StoragePath | None:
     if value is None:
         return None
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if not isinstance(value, str):
-        raise InvalidArgumentError(f"{what} must be a string URL or path, got {describe(value)}")
-    return parse_storage_path(value)
+    return parse_storage_path(require_url_text(value, what))
 
 
 def _checkpoint_id(checkpoint_id: Any) -> int:
-    value = require_int(checkpoint_id, "checkpoint id")
-    if value < 0:
-        raise InvalidArgumentError(f"Illegal negative checkpoint id: {value}.")
-    return value
+    return require_checkpoint_id(checkpoint_id, "checkpoint_id")
 
 
 def _require_job_id(job_id: Any) -> JobID:
-    if job_id is None:
-        raise MissingArgumentError("jobId must not be None")
-    if isinstance(job_id, str):
-        return JobID.from_hex(job_id)
-    if not isinstance(job_id, JobID):
-        raise InvalidArgumentError(f"jobId must be a ckptstore.api.JobID, got {describe(job_id)}")
-    return job_id
+    return require_job_id(job_id)
 
 
 # --------------------------------------------------------------------------- locations
@@ -150,7 +149,11 @@ class PersistentMetadataCheckpointStorageLocation(MemCheckpointStreamFactory):
         )
 
     def dispose_on_failure(self) -> None:
-        """Delete the checkpoint's directory and everything in it (MD7)."""
+        """Delete the checkpoint's directory and everything in it (MD7).
+
+        Only a ``chk-<n>`` or ``savepoint-...`` directory (``ckptstore.layout``).
+        """
+        require_disposable(self._dir, "dispose_on_failure")
         delete_tree(filesystem_for(self._dir, self._fs_token), self._dir)
 
     def __repr__(self) -> str:
@@ -177,8 +180,7 @@ class NonPersistentCompletedCheckpointStorageLocation:
         return None
 
     def resolve_handle(self, handle: StreamStateHandle) -> StreamStateHandle:
-        if handle is None:
-            raise MissingArgumentError("handle must not be None")
+        handle = require_handle(handle)
         if getattr(handle, "relative_path", None) is not None:
             raise InvalidHandleError(
                 f"cannot resolve the relative handle {handle!r}: this checkpoint was kept in "
@@ -199,12 +201,11 @@ class _MemoryMetadataOutputStream:
         return self._buffer is None
 
     def write(self, data: bytes | bytearray | memoryview, /) -> int:
+        view = require_bytes(data)
         buffer = self._buffer
         if buffer is None:
             raise StreamClosedError("Cannot write: the metadata stream is closed")
-        if data is None:
-            raise MissingArgumentError("write() needs bytes, got None")
-        return buffer.write(data)
+        return buffer.write(view)
 
     def flush(self) -> None:
         """Nothing to flush: the metadata stays in memory."""
@@ -279,16 +280,19 @@ class MemoryBackendCheckpointStorageAccess:
             max_state_size,
             "max_state_size",
             minimum=1,
+            maximum=JAVA_INT_MAX,
             error=ConfigurationError,
-            range_message=f"maxStateSize must be > 0, got {max_state_size!r}",
+            below_message=f"maxStateSize must be > 0, got {max_state_size!r}",
         )
-        self._storage_options = dict(storage_options or {})
+        self._storage_options = require_storage_options(storage_options)
         base = _optional_path(checkpoint_path, "checkpoint path")
         self._checkpoints_dir = base.child(str(self._job_id)) if base is not None else None
         self._savepoint_dir = _optional_path(savepoint_path, "savepoint path")
         paths = [p for p in (base, self._savepoint_dir) if p is not None]
         own = [p.scheme for p in paths]
-        self._allowed_schemes = normalise_schemes([*_own_or_local(own), *allowed_schemes])
+        extra = require_scheme_names(allowed_schemes)
+        require_available_schemes(extra)
+        self._allowed_schemes = normalise_schemes([*_own_or_local(own), *extra])
         # Registering (no I/O) lets handles written elsewhere, such as a metadata handle
         # unpickled in this process, find these options (rules in ``ckptstore.filesystems``).
         for path in paths:
@@ -347,11 +351,13 @@ class MemoryBackendCheckpointStorageAccess:
         self, checkpoint_id: int, external_location_pointer: str | None = None
     ) -> PersistentMetadataCheckpointStorageLocation:
         """A fresh ``savepoint-<job[0:6]>-<12 hex>`` directory under the target or default base."""
+        _checkpoint_id(checkpoint_id)  # unused, as in Flink, but it must be an id
         if external_location_pointer is not None:
-            base = _optional_path(external_location_pointer, "savepoint target")
+            base = _optional_path(external_location_pointer, "external_location_pointer")
             if base is not None and base.scheme not in self._allowed_schemes:
                 raise UnsupportedSchemeError(
-                    f"Cannot access file system for savepoint path '{base.url}': the scheme "
+                    f"Cannot access file system for savepoint path '{redact_text(base.url)}': "
+                    "the scheme "
                     f"'{base.scheme}' is not allowed for this storage (allowed: "
                     f"{', '.join(sorted(self._allowed_schemes)) or 'none'}). Add it to the "
                     "storage's allowed_schemes."
@@ -363,9 +369,7 @@ class MemoryBackendCheckpointStorageAccess:
                 "No savepoint location given and no default location configured."
             )
         token = self._token(base)
-        directory = _create_savepoint_directory(
-            filesystem_for(base, token), base, self._job_id
-        )
+        directory = create_savepoint_directory(filesystem_for(base, token), base, self._job_id)
         return PersistentMetadataCheckpointStorageLocation(directory, self._max_state_size, token)
 
     # -- worker view
@@ -374,9 +378,8 @@ class MemoryBackendCheckpointStorageAccess:
         self, checkpoint_id: int, reference: CheckpointStorageLocationReference
     ) -> MemCheckpointStreamFactory:
         """In-memory streams whatever the reference: state always travels inline (ACC9)."""
-        if reference is None:
-            raise MissingArgumentError("location reference must not be None")
-        require_int(checkpoint_id, "checkpoint id")
+        _checkpoint_id(checkpoint_id)
+        require_reference(reference)
         return MemCheckpointStreamFactory(self._max_state_size)
 
     def create_task_owned_state_stream(self) -> MemoryCheckpointOutputStream:
@@ -392,24 +395,6 @@ class MemoryBackendCheckpointStorageAccess:
             f"savepoints={self.get_default_savepoint_directory()!r}, "
             f"max_state_size={self._max_state_size})"
         )
-
-
-def _create_savepoint_directory(fs: Any, base: StoragePath, job_id: JobID) -> StoragePath:
-    """Create a fresh ``savepoint-<job[0:6]>-<12 hex>`` directory (ACC7, L5).
-
-    Directory file systems: exclusive mkdir, up to 10 fresh names. Object stores: nothing is
-    created (there are no directories); the random name alone makes the directory unique.
-    """
-    prefix = f"{SAVEPOINT_DIR_PREFIX}{str(job_id)[:6]}-"
-    last_error: Exception | None = None
-    for _ in range(MAX_SAVEPOINT_DIR_ATTEMPTS):
-        candidate = base.child(prefix + random_savepoint_suffix())
-        try:
-            if make_directory_exclusive(fs, candidate):
-                return candidate
-        except Exception as exc:
-            last_error = exc
-    raise CheckpointIOError(f"Failed to create savepoint directory at {base.url}") from last_error
 
 
 # --------------------------------------------------------------------------- storage
@@ -441,19 +426,10 @@ class JobManagerCheckpointStorage:
         savepoint = _optional_path(savepoint_path, "savepoint_path")
         self._checkpoint_path = None if checkpoint is None else checkpoint.url
         self._savepoint_path = None if savepoint is None else savepoint.url
-        if storage_options is not None and not isinstance(storage_options, Mapping):
-            raise InvalidArgumentError(
-                f"storage_options must be a mapping, got {describe(storage_options)}"
-            )
-        self._storage_options = dict(storage_options or {})
-        if isinstance(allowed_schemes, str):
-            allowed_schemes = (allowed_schemes,)
-        if not isinstance(allowed_schemes, Collection):
-            raise InvalidArgumentError(
-                f"allowed_schemes must be a collection of scheme names, got "
-                f"{describe(allowed_schemes)}"
-            )
-        self._allowed_schemes = tuple(sorted(normalise_schemes(allowed_schemes)))
+        self._storage_options = require_storage_options(storage_options)
+        extra = require_scheme_names(allowed_schemes)
+        require_available_schemes(extra)
+        self._allowed_schemes = tuple(sorted(normalise_schemes(extra)))
         self._register()
 
     def _register(self) -> None:
@@ -510,6 +486,8 @@ class JobManagerCheckpointStorage:
         """
         if config is None:
             raise MissingArgumentError("configuration must not be None")
+        if not isinstance(config, Mapping):
+            raise InvalidArgumentError(f"configuration must be a mapping, got {describe(config)}")
         checkpoint = self._checkpoint_path or get_string(config, CHECKPOINTS_DIRECTORY)
         savepoint = self._savepoint_path or get_string(config, SAVEPOINT_DIRECTORY)
         return JobManagerCheckpointStorage(

@@ -21,7 +21,6 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ckptstore._checks import describe
 from ckptstore.api import CheckpointStorage
 from ckptstore.errors import ConfigurationError, InvalidArgumentError, MissingArgumentError
 from ckptstore.options import (
@@ -39,6 +38,7 @@ from ckptstore.options import (
     get_memory_size,
     get_string,
 )
+from ckptstore.validation import describe
 
 if TYPE_CHECKING:
     from ckptstore.filesystem_storage import FileSystemCheckpointStorage

@@ -21,10 +21,12 @@ from ckptstore.api import (
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import InvalidArgumentError, MissingArgumentError
 from ckptstore.filesystems import delete_tree, filesystem_for, traits_for
+from ckptstore.layout import require_disposable
 from ckptstore.metadata import FsCheckpointMetadataOutputStream
 from ckptstore.paths import StoragePath
 from ckptstore.streams import FsCheckpointStateOutputStream
 from ckptstore.toolset import FsCheckpointStateToolset
+from ckptstore.validation import require_handle, require_handles, require_scope
 
 __all__ = ["MAX_FILE_STATE_THRESHOLD", "FsCheckpointStorageLocation", "FsCheckpointStreamFactory"]
 
@@ -33,12 +35,7 @@ MAX_FILE_STATE_THRESHOLD = 1024 * 1024
 
 
 def _scope(scope: CheckpointedStateScope) -> CheckpointedStateScope:
-    if scope is None:
-        raise MissingArgumentError("scope must not be None")
-    try:
-        return CheckpointedStateScope(scope)
-    except ValueError as exc:
-        raise InvalidArgumentError(f"Unknown state scope: {scope!r}") from exc
+    return require_scope(scope)
 
 
 class FsCheckpointStreamFactory:
@@ -114,6 +111,7 @@ class FsCheckpointStreamFactory:
 
     def can_fast_duplicate(self, handle: StreamStateHandle, scope: CheckpointedStateScope) -> bool:
         scope = _scope(scope)
+        handle = require_handle(handle)
         if self._toolsets is None:
             return False
         return self._toolsets[scope].can_fast_duplicate(handle)
@@ -122,6 +120,7 @@ class FsCheckpointStreamFactory:
         self, handles: Sequence[StreamStateHandle], scope: CheckpointedStateScope
     ) -> list[StreamStateHandle]:
         scope = _scope(scope)
+        handles = require_handles(handles)
         if self._toolsets is None:
             raise InvalidArgumentError("The underlying FS does not support duplication.")
         return self._toolsets[scope].duplicate(handles)
@@ -177,10 +176,17 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
         )
 
     def dispose_on_failure(self) -> None:
-        """Recursively delete the exclusive directory; missing is fine (MD7)."""
+        """Recursively delete the exclusive directory; missing is fine (MD7).
+
+        Only a ``chk-<n>`` or ``savepoint-<job>-<suffix>`` directory (``ckptstore.layout``):
+        a location resolved from a reference to any other directory raises
+        ``DisposalRefusedError`` and deletes nothing.
+        """
         targets = [self._exclusive_dir]
         if self._metadata_file.parent != self._exclusive_dir:
             targets.append(self._metadata_file.parent)
+        for target in targets:
+            require_disposable(target, "dispose_on_failure")
         for target in targets:
             delete_tree(filesystem_for(target, self._fs_token), target)
 

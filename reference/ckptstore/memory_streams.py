@@ -16,7 +16,6 @@ import threading
 import uuid
 from collections.abc import Sequence
 
-from ckptstore._checks import describe, require_int
 from ckptstore.api import (
     ByteStreamStateHandle,
     CheckpointedStateScope,
@@ -24,9 +23,16 @@ from ckptstore.api import (
 )
 from ckptstore.errors import (
     InvalidArgumentError,
-    MissingArgumentError,
     StateSizeExceededError,
     StreamClosedError,
+)
+from ckptstore.validation import (
+    JAVA_INT_MAX,
+    require_bytes,
+    require_handle,
+    require_handles,
+    require_int,
+    require_scope,
 )
 
 __all__ = [
@@ -47,11 +53,7 @@ def check_state_size(size: int, max_size: int) -> None:
 
 
 def _as_bytes_view(data: object) -> memoryview:
-    if data is None:
-        raise MissingArgumentError("write() needs bytes, got None")
-    if isinstance(data, str) or not isinstance(data, bytes | bytearray | memoryview):
-        raise InvalidArgumentError(f"write() needs a bytes-like object, got {describe(data)}")
-    return memoryview(data).cast("B")
+    return require_bytes(data)
 
 
 class MemoryCheckpointOutputStream:
@@ -65,7 +67,9 @@ class MemoryCheckpointOutputStream:
     """
 
     def __init__(self, max_size: int) -> None:
-        self._max_size = require_int(max_size, "max state size", minimum=1)
+        self._max_size = require_int(
+            max_size, "max state size", minimum=1, maximum=JAVA_INT_MAX
+        )
         self._buffer: io.BytesIO | None = io.BytesIO()
         self._closed = False
         self._lock = threading.Lock()
@@ -132,14 +136,7 @@ class MemoryCheckpointOutputStream:
 
 
 def _require_scope(scope: object) -> CheckpointedStateScope:
-    if scope is None:
-        raise MissingArgumentError("state scope must not be None")
-    if not isinstance(scope, CheckpointedStateScope):
-        raise InvalidArgumentError(
-            f"Unknown state scope: {describe(scope)}; expected CheckpointedStateScope."
-            "EXCLUSIVE or CheckpointedStateScope.SHARED"
-        )
-    return scope
+    return require_scope(scope)
 
 
 class MemCheckpointStreamFactory:
@@ -150,7 +147,8 @@ class MemCheckpointStreamFactory:
             max_state_size,
             "max state size",
             minimum=1,
-            range_message=f"maxStateSize must be > 0, got {max_state_size!r}",
+            maximum=JAVA_INT_MAX,
+            below_message=f"maxStateSize must be > 0, got {max_state_size!r}",
         )
 
     @property
@@ -165,12 +163,14 @@ class MemCheckpointStreamFactory:
 
     def can_fast_duplicate(self, handle: StreamStateHandle, scope: CheckpointedStateScope) -> bool:
         _require_scope(scope)
+        require_handle(handle)
         return False
 
     def duplicate(
         self, handles: Sequence[StreamStateHandle], scope: CheckpointedStateScope
     ) -> list[StreamStateHandle]:
         _require_scope(scope)
+        require_handles(handles)
         raise InvalidArgumentError("The underlying FS does not support duplication.")
 
     def __repr__(self) -> str:

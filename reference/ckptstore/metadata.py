@@ -9,8 +9,9 @@ existing ``_metadata`` is never replaced: on directory file systems a second str
 construction already (T-BASE4), on object stores at the latest at finalize.
 
 ``FsCompletedCheckpointStorageLocation`` is the picklable result: external pointer, metadata
-handle, recursive dispose and ``resolve_handle`` (rebasing relative handles onto the
-checkpoint's directory, with a path-traversal guard).
+handle, recursive dispose (confined to ``chk-<n>`` and ``savepoint-...`` directories,
+``ckptstore.layout``) and ``resolve_handle`` (rebasing relative handles onto the checkpoint's
+directory, with a path-traversal guard).
 
 Both classes work with any file system of the registry: pass URLs (or ``StoragePath``) and
 the store token (``filesystems.register_filesystem``). The JobManager storage uses them too.
@@ -25,7 +26,6 @@ from typing import Any
 
 from ckptstore.api import StreamStateHandle
 from ckptstore.errors import (
-    CheckpointIOError,
     InvalidHandleError,
     MetadataExistsError,
     MissingArgumentError,
@@ -39,7 +39,10 @@ from ckptstore.filesystems import (
     traits_for,
 )
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.io_errors import with_context
+from ckptstore.layout import require_disposable
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.validation import require_bytes, require_file_name, require_handle
 
 __all__ = [
     "FsCheckpointMetadataOutputStream",
@@ -60,18 +63,15 @@ def validate_relative_path(relative_path: str) -> str:
     """Check that a relative handle names one file inside its directory (H6 guard).
 
     Raises ``InvalidHandleError`` (a ``ValueError``) for an empty name, ``.``, ``..``, or a
-    name with ``/``, ``\\`` or NUL: such a handle could read or delete outside the checkpoint.
+    name with ``/``, ``\\`` or a control character: such a handle could read or delete
+    outside the checkpoint.
     """
-    if (
-        not isinstance(relative_path, str)
-        or relative_path in ("", ".", "..")
-        or any(ch in relative_path for ch in "/\\\x00")
-    ):
+    if not isinstance(relative_path, str):
         raise InvalidHandleError(
             f"relative state path {relative_path!r} is not a single file name inside the "
             "checkpoint directory"
         )
-    return relative_path
+    return require_file_name(relative_path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,19 +104,27 @@ class FsCompletedCheckpointStorageLocation:
         """Delete the checkpoint's own directory recursively; a missing one is fine.
 
         Never ``shared/`` or ``taskowned/``: only the exclusive directory (and, with entropy,
-        the key-free directory that holds ``_metadata``).
+        the key-free directory that holds ``_metadata``), and only if it is a ``chk-<n>`` or
+        ``savepoint-<job>-<suffix>`` directory (``ckptstore.layout``). Any other directory
+        (a pointer to some file resolves too, PTR7) raises ``DisposalRefusedError`` (an
+        ``OSError``) before anything is deleted.
         """
         targets = [parse_storage_path(self.exclusive_dir)]
         metadata_dir = self.metadata_handle.storage_path.parent
         if metadata_dir not in targets:
             targets.append(metadata_dir)
         for target in targets:
+            require_disposable(target, "dispose_storage_location")
+        for target in targets:
             delete_tree(self._filesystem(target), target)
 
     def resolve_handle(self, handle: StreamStateHandle) -> StreamStateHandle:
-        """Rebase a relative handle onto this location's directory; others come back as is."""
-        if handle is None:
-            raise MissingArgumentError("handle must not be None")
+        """Rebase a relative handle onto this location's directory; others come back as is.
+
+        Anything that is not a state handle raises ``InvalidArgumentTypeError``; a relative
+        path that is not one file name ``InvalidHandleError`` (both ``ValueError``).
+        """
+        handle = require_handle(handle)
         relative = getattr(handle, "relative_path", None)
         if relative is None:
             return handle
@@ -176,11 +184,12 @@ class FsCheckpointMetadataOutputStream:
         return self._closed
 
     def write(self, data: bytes | bytearray | memoryview, /) -> int:
+        view = require_bytes(data)
         with self._lock:
             buffer = self._buffer
             if self._closed or buffer is None:
                 raise StreamClosedError("closed")
-            return buffer.write(data)
+            return buffer.write(view)
 
     def flush(self) -> None:
         """Nothing to do: the bytes are published together at finalize."""
@@ -203,9 +212,12 @@ class FsCheckpointMetadataOutputStream:
             except MetadataExistsError:
                 raise
             except Exception as exc:
-                raise CheckpointIOError(
+                raise with_context(
+                    exc,
                     f"Could not flush and close the file system output stream to "
-                    f"{self._target.url} in order to obtain the stream state handle"
+                    f"{self._target.url} in order to obtain the stream state handle",
+                    self._target,
+                    self._fs,
                 ) from exc
             finally:
                 self._closed = True

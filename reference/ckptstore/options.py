@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ckptstore._checks import describe
 from ckptstore.errors import ConfigurationError
+from ckptstore.validation import describe
 
 __all__ = [
     "CHECKPOINTS_DIRECTORY",

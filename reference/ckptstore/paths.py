@@ -7,9 +7,18 @@ the canonical string used in external pointers and handles: ``file:///abs/dir``,
 ``memory:///dir``, ``s3://bucket/key``.
 
 Normalisation follows Flink's Path: backslashes become ``/``, runs of ``/`` collapse to one,
-a trailing ``/`` is dropped (except at a root). Relative local paths are made absolute
-against the working directory (Flink resolves them against the default local file system).
-This module does no I/O.
+a trailing ``/`` is dropped (except at a root), and ``.`` and ``..`` segments are resolved
+(Flink's Path ends in ``java.net.URI.normalize()``): ``/ckpt/job/chk-1/../chk-1`` is
+``/ckpt/job/chk-1``. Where Java would keep a ``..`` that climbs above the root (``/../x``)
+or, on an object store, above the bucket, the reference refuses the path
+(``InvalidPathError``): it can only be a mistake or an attack. Relative local paths are made
+absolute against the working directory (Flink resolves them against the default local file
+system).
+
+Before any of that, the text passes ``ckptstore.validation.require_url_text`` (a string, no
+control characters, UTF-8, at most ``MAX_URL_LENGTH`` characters), and an S3 bucket must be
+a name S3 can have (``[A-Za-z0-9._-]``, 1-255 characters: botocore's own rule, which would
+otherwise fail later with a ``ParamValidationError``). This module does no I/O.
 """
 
 from __future__ import annotations
@@ -18,24 +27,33 @@ import os
 import re
 from dataclasses import dataclass
 
-from ckptstore.errors import InvalidArgumentError, MissingArgumentError
+from ckptstore.errors import InvalidArgumentError, InvalidPathError, MissingArgumentError
+from ckptstore.redaction import redact_text
+from ckptstore.validation import require_url_text
 
 __all__ = [
     "LOCAL_SCHEMES",
+    "S3_SCHEMES",
     "StoragePath",
     "canonical_scheme",
     "is_local_url",
     "normalise_path_text",
     "parse_storage_path",
+    "remove_dot_segments",
     "scheme_of",
 ]
 
 #: Spellings of the local file system; ``local`` is fsspec's alias of ``file``.
 LOCAL_SCHEMES = frozenset({"file", "local"})
+#: Spellings of S3 (``s3n`` is Hadoop's old native S3 file system: no fsspec file system
+#: serves it, so the reference accepts it nowhere; see ``ckptstore.filesystems``).
+S3_SCHEMES = frozenset({"s3", "s3a"})
 
 # A URL scheme per RFC 3986; a single letter is a Windows drive, not a scheme.
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.DOTALL)
 _MULTI_SLASH_RE = re.compile(r"/{2,}")
+# botocore's rule for bucket names (access-point ARNs aside)
+_S3_BUCKET_RE = re.compile(r"^[A-Za-z0-9._\-]{1,255}$")
 
 
 def canonical_scheme(scheme: str) -> str:
@@ -51,6 +69,34 @@ def normalise_path_text(text: str) -> str:
     if len(text) > 1 and text.endswith("/"):
         text = text.rstrip("/") or "/"
     return text
+
+
+def remove_dot_segments(path: str, *, shown: str | None = None) -> str:
+    """Resolve ``.`` and ``..`` segments of a ``/``-separated path (RFC 3986, URI.normalize).
+
+    ``path`` is absolute (``/a/b``) or starts with an authority (``bucket/a``, the first
+    segment is kept and never climbed over). A ``..`` that would climb above the root or the
+    authority raises ``InvalidPathError``.
+    """
+    absolute = path.startswith("/")
+    segments = path.split("/")
+    head = [""] if absolute else segments[:1]
+    if not absolute and head and head[0] in (".", ".."):
+        raise InvalidPathError(f"{shown!r} has no bucket or authority")
+    kept: list[str] = []
+    for segment in segments[1:]:
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not kept:
+                raise InvalidPathError(
+                    f"{shown!r} climbs above its {'root' if absolute else 'bucket'} with '..'"
+                )
+            kept.pop()
+            continue
+        kept.append(segment)
+    result = "/".join(head + kept)
+    return result or "/"
 
 
 def scheme_of(url: str) -> str:
@@ -101,10 +147,15 @@ class StoragePath:
         return StoragePath(self.scheme, head)
 
     def child(self, name: str) -> StoragePath:
-        """``self / name`` (``name`` may hold several segments; it is normalised)."""
+        """``self / name`` (``name`` may hold several segments; it is normalised).
+
+        ``.`` and ``..`` segments are refused (``InvalidPathError``): a child stays below.
+        """
         name = normalise_path_text(name).strip("/")
         if not name:
             return self
+        if any(segment in (".", "..") for segment in name.split("/")):
+            raise InvalidPathError(f"{name!r} is not a name below {self.url}")
         base = self.path.rstrip("/")
         return StoragePath(self.scheme, f"{base}/{name}" if base else f"/{name}")
 
@@ -121,18 +172,19 @@ def parse_storage_path(url: str) -> StoragePath:
 
     Accepts ``/x``, ``x`` (relative to the working directory), ``file:/x``, ``file:///x``,
     ``local:///x``, ``memory://x``, ``memory:///x``, ``s3://bucket/key`` and any other
-    ``scheme://authority/path``. Raises ``MissingArgumentError`` for ``None`` and
-    ``InvalidArgumentError`` for an empty string or a URL without a usable path.
+    ``scheme://authority/path``. Raises ``MissingArgumentError`` for ``None``,
+    ``InvalidArgumentTypeError`` for a non-string, ``InvalidPathError`` for text that cannot
+    name a location safely (see the module docstring) and ``InvalidArgumentError`` for an
+    empty string or a URL without a usable path. Messages never show a credential.
     """
     if url is None:
         raise MissingArgumentError("path must not be None")
-    if not isinstance(url, str):
-        url = os.fspath(url)
-        if not isinstance(url, str):
-            raise InvalidArgumentError(f"path must be a string, got {type(url).__name__}")
-    text = url.strip()
+    if isinstance(url, StoragePath):
+        return url
+    text = require_url_text(url, "path").strip()
     if not text:
         raise InvalidArgumentError("Can not create a Path from an empty string")
+    shown = redact_text(text)
     match = _SCHEME_RE.match(text)
     if match is None:
         return _local(text)
@@ -143,23 +195,31 @@ def parse_storage_path(url: str) -> StoragePath:
             authority, _, remainder = rest[2:].partition("/")
             if authority not in ("", "localhost"):
                 raise InvalidArgumentError(
-                    f"Cannot use a remote host in a local file URL: {url!r}"
+                    f"Cannot use a remote host in a local file URL: {shown!r}"
                 )
             rest = "/" + remainder
         return _local(rest)
     if scheme == "memory":
-        body = normalise_path_text("/" + rest.lstrip("/"))
+        body = remove_dot_segments(normalise_path_text("/" + rest.lstrip("/")), shown=shown)
         return StoragePath("memory", body)
     if not rest.startswith("//"):
-        raise InvalidArgumentError(f"URL {url!r} has no authority (expected {scheme}://...)")
+        raise InvalidArgumentError(f"URL {shown!r} has no authority (expected {scheme}://...)")
     body = normalise_path_text(rest[2:]).strip("/")
     if not body:
-        raise InvalidArgumentError(f"URL {url!r} names no bucket or path")
+        raise InvalidArgumentError(f"URL {shown!r} names no bucket or path")
+    body = remove_dot_segments(body, shown=shown)
+    if scheme in S3_SCHEMES or scheme == "s3n":
+        bucket = body.split("/", 1)[0]
+        if not _S3_BUCKET_RE.match(bucket) or bucket in (".", ".."):
+            raise InvalidPathError(
+                f"URL {shown!r} names the bucket {redact_text(bucket)!r}, which is no valid S3 "
+                "bucket name (letters, digits, '.', '-' and '_', 1 to 255 characters)"
+            )
     return StoragePath(scheme, body)
 
 
 def _local(text: str) -> StoragePath:
     text = normalise_path_text(text)
     if not text.startswith("/"):
-        text = normalise_path_text(os.path.abspath(text).replace("\\", "/"))
-    return StoragePath("file", text)
+        text = normalise_path_text(os.getcwd().replace("\\", "/") + "/" + text)
+    return StoragePath("file", remove_dot_segments(text))

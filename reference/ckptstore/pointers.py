@@ -10,7 +10,13 @@ directory prefix from nothing).
 
 Security: a pointer may come from a user or a REST call, so only the schemes the caller
 allows are opened (``allowed_schemes``); anything else raises ``UnsupportedSchemeError``
-without touching any file system.
+without touching any file system. Pointers are normalised like Flink's Path (``.`` and ``..``
+resolved, ``ckptstore.paths``), so the resolved ``external_pointer`` never keeps a ``..``; a
+pointer that climbs above its root or bucket, holds control characters, is not UTF-8 or is
+longer than ``MAX_URL_LENGTH`` is an ``InvalidPointerError`` (PTR3), also before any I/O.
+A pointer to any file resolves, as in Flink (PTR7), but disposing such a location deletes
+nothing unless the directory is a ``chk-<n>`` or savepoint directory (``ckptstore.layout``).
+Messages show the pointer redacted (``ckptstore.redaction``).
 """
 
 from __future__ import annotations
@@ -31,12 +37,15 @@ from ckptstore.filesystems import (
     DIRECTORY_SCHEMES,
     S3_SCHEMES,
     filesystem_for,
+    is_available_scheme,
     register_path,
 )
 from ckptstore.handles import FileStateHandle
 from ckptstore.io_errors import io_errors
 from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import LOCAL_SCHEMES, StoragePath, canonical_scheme, parse_storage_path
+from ckptstore.redaction import redact_text
+from ckptstore.validation import require_url_text
 
 __all__ = ["normalise_schemes", "resolve_checkpoint_pointer"]
 
@@ -50,14 +59,19 @@ _ALIASES: tuple[frozenset[str], ...] = (
 
 
 def normalise_schemes(schemes: Collection[str]) -> frozenset[str]:
-    """Canonical, alias-expanded scheme names (``file``/``local``, ``s3``/``s3a``/``s3n``...)."""
+    """Canonical, alias-expanded scheme names (``file``/``local``, ``s3``/``s3a``...).
+
+    Aliases are added only where a file system serves them (never ``s3n``).
+    """
     result: set[str] = set()
     for scheme in schemes:
         name = canonical_scheme(str(scheme).rstrip(":/"))
         result.add(name)
         for group in _ALIASES:
             if name in group:
-                result |= {canonical_scheme(alias) for alias in group}
+                result |= {
+                    canonical_scheme(alias) for alias in group if is_available_scheme(alias)
+                }
     return frozenset(result)
 
 
@@ -85,29 +99,29 @@ def resolve_checkpoint_pointer(
     """
     if pointer is None:
         raise MissingArgumentError("checkpoint pointer (checkpointPointer) must not be None")
-    if not isinstance(pointer, str):
-        raise InvalidArgumentError(
-            f"checkpoint pointer must be a string, got {type(pointer).__name__}"
-        )
-    if not pointer.strip():
+    if isinstance(pointer, str) and not pointer.strip():
         raise InvalidArgumentError("empty checkpoint pointer")
     if pointer == NON_ADDRESSABLE_POINTER:
         raise CheckpointNotFoundError(
             f"Cannot resolve the pointer {pointer!r}: that checkpoint was kept in the "
             "JobManager's memory only and was never written to a file system."
         )
+    shown = redact_text(pointer) if isinstance(pointer, str) else ""
     try:
-        location = parse_storage_path(pointer)
-    except (InvalidArgumentError, ValueError) as exc:
+        location = parse_storage_path(require_url_text(pointer, "checkpoint pointer"))
+    except TypeError:  # None or not a string: the caller's mistake, not a bad path
+        raise
+    except ValueError as exc:
         raise InvalidPointerError(
-            f"Checkpoint/savepoint path '{pointer}' is not a valid file URI. Either the pointer "
-            "path is invalid, or the checkpoint was created by a different state backend."
+            f"Checkpoint/savepoint path '{shown}' is not a valid file URI. Either the pointer "
+            "path is invalid, or the checkpoint was created by a different state backend. "
+            f"({exc})"
         ) from exc
 
     allowed = normalise_schemes(allowed_schemes)
     if location.scheme not in allowed:
         raise UnsupportedSchemeError(
-            f"Cannot access file system for checkpoint/savepoint path '{pointer}': the scheme "
+            f"Cannot access file system for checkpoint/savepoint path '{shown}': the scheme "
             f"'{location.scheme}' is not allowed for this storage (allowed: "
             f"{', '.join(sorted(allowed)) or 'none'}). Add it to the storage's "
             f"allowed_schemes to resolve pointers on it."
@@ -121,9 +135,13 @@ def resolve_checkpoint_pointer(
     try:
         token = register_path(location, storage_options if use_options else None)
         fs = filesystem_for(location, token)
+    except CheckpointIOError as exc:
+        raise type(exc)(
+            f"Cannot access file system for checkpoint/savepoint path '{shown}': {exc}"
+        ) from exc
     except Exception as exc:
         raise CheckpointIOError(
-            f"Cannot access file system for checkpoint/savepoint path '{pointer}'."
+            f"Cannot access file system for checkpoint/savepoint path '{shown}'."
         ) from exc
 
     with io_errors("resolve the checkpoint pointer", location, fs):
@@ -136,7 +154,12 @@ def resolve_checkpoint_pointer(
 
 
 def _info(fs: Any, path: StoragePath, pointer: str) -> dict[str, Any] | None:
-    with io_errors(f"resolve the checkpoint/savepoint pointer '{pointer}': looking up", path, fs):
+    with io_errors(
+        f"resolve the checkpoint/savepoint pointer '{redact_text(pointer)}': looking up",
+        path,
+        fs,
+        any_exception=True,
+    ):
         try:
             info = fs.info(path.path)
         except (FileNotFoundError, NotADirectoryError):
@@ -169,8 +192,8 @@ def _find_metadata(fs: Any, location: StoragePath, pointer: str) -> tuple[Storag
         return candidate, int(candidate_info.get("size") or 0)
     if info is None:
         raise CheckpointNotFoundError(
-            f"Cannot find checkpoint or savepoint file/directory '{pointer}' on file system "
-            f"'{location.scheme}'."
+            f"Cannot find checkpoint or savepoint file/directory '{redact_text(pointer)}' on "
+            f"file system '{location.scheme}'."
         )
     if _is_file(info):
         return location, int(info.get("size") or 0)

@@ -25,7 +25,12 @@ from typing import IO, Any
 
 from ckptstore.api import ByteStreamStateHandle, StreamStateHandle
 from ckptstore.entropy import EntropyInjector
-from ckptstore.errors import CheckpointIOError, InvalidArgumentError, StreamClosedError
+from ckptstore.errors import (
+    CheckpointIOError,
+    EndpointUnreachableError,
+    InvalidArgumentError,
+    StreamClosedError,
+)
 from ckptstore.filesystems import (
     delete_file,
     discard_writer,
@@ -35,7 +40,9 @@ from ckptstore.filesystems import (
     traits_for,
 )
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.io_errors import with_context
 from ckptstore.paths import StoragePath
+from ckptstore.validation import require_bytes
 
 __all__ = ["MAX_FILE_CREATION_ATTEMPTS", "FsCheckpointStateOutputStream"]
 
@@ -123,7 +130,7 @@ class FsCheckpointStateOutputStream:
     # ------------------------------------------------------------------ writing
 
     def write(self, data: bytes | bytearray | memoryview, /) -> int:
-        view = memoryview(data).cast("B")
+        view = require_bytes(data)
         size = len(view)
         if size == 0:
             return 0
@@ -177,15 +184,24 @@ class FsCheckpointStateOutputStream:
             self._buffer.clear()
 
     def _create_file(self) -> None:
+        """Create the file under a fresh name, up to 10 times (S11).
+
+        Any failure moves on to a new name, except an unreachable endpoint: another name
+        would not reach it either, so that fails at once (within the retry budget).
+        """
         if self._fs is None:
             self._fs = filesystem_for(self._base_dir, self._fs_token)
         last: BaseException | None = None
+        target = self._base_dir
         for _ in range(MAX_FILE_CREATION_ATTEMPTS):
             target = self._base_dir.child(str(uuid.uuid4()))
             if self._entropy is not None:
                 target = self._entropy.inject(target)
             try:
                 writer = open_exclusive_write(self._fs, target)
+            except EndpointUnreachableError as exc:
+                last = exc
+                break
             except Exception as exc:
                 last = exc
                 continue
@@ -193,7 +209,11 @@ class FsCheckpointStateOutputStream:
             self._file = target
             self._file_may_exist = not self._object_store
             return
-        raise CheckpointIOError("Could not open output stream for state backend") from last
+        if last is None:  # pragma: no cover - the loop runs at least once
+            last = CheckpointIOError("no attempt made")
+        raise with_context(
+            last, "Could not open output stream for state backend", target, self._fs
+        ) from last
 
     # ------------------------------------------------------------------ finishing
 
@@ -235,9 +255,12 @@ class FsCheckpointStateOutputStream:
                 # the exclusive commit found another writer's object: never delete that one
                 self._file_may_exist = False
             self._discard_file()
-            raise CheckpointIOError(
+            raise with_context(
+                exc,
                 f"Could not flush to file and close the file system output stream to {target} "
-                "in order to obtain the stream state handle"
+                "in order to obtain the stream state handle",
+                self._file if self._file is not None else self._base_dir,
+                self._fs,
             ) from exc
         self._writer = None
         if self._relative:

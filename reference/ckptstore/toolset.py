@@ -2,37 +2,53 @@
 
 Used for NO_CLAIM restores (TO6): files of a restored snapshot are copied server-side into
 the new job's locations instead of being re-uploaded. The destination is
-``<toolset dir>/<same file name>`` (with entropy injected when active, E4); a relative handle
-comes back relative, an absolute one absolute, sizes are kept.
+``<toolset dir>/<new random UUID>`` (with entropy injected when active, E4), as state files
+are named (S11) and as Flink's first toolset named them (TO4 version note): never the
+source's name, which would let two sources of the same name (from two directories)
+overwrite each other in one target directory. Every copy is exclusive as well (a hard link
+or ``open('xb')`` locally, check-and-copy under a lock on memory; on S3 the fresh name is
+the guarantee); a name that exists already gets a new one, up to 10 times. A relative handle
+comes back relative (its ``relative_path`` is the new name), an absolute one absolute, sizes
+are kept.
 
 Copies: S3 CopyObject (no HEAD: the size is in the handle), a hard link on local disks,
-``fs.copy`` on memory. Inline handles cannot be fast-duplicated.
+``fs.copy`` on memory. Inline handles cannot be fast-duplicated. A failed batch removes the
+copies it made, so nothing is left behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from ckptstore.api import StreamStateHandle
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
+    CheckpointFileExistsError,
     CheckpointIOError,
     DuplicationNotSupportedError,
     InvalidHandleError,
-    MissingArgumentError,
 )
-from ckptstore.filesystems import filesystem_for, server_side_copy, traits_for
+from ckptstore.filesystems import copy_exclusive, delete_file, filesystem_for, traits_for
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.validation import require_handle, require_handles
+
+#: How many fresh names a copy tries before giving up (as S11's file creation).
+MAX_DUPLICATE_ATTEMPTS = 10
 
 __all__ = ["FsCheckpointStateToolset", "NotDuplicatingCheckpointStateToolset"]
 
 
 def _file_path_of(handle: StreamStateHandle) -> StoragePath | None:
     path = getattr(handle, "file_path", None)
-    if not isinstance(path, str) or handle.as_bytes_if_in_memory() is not None:
+    if not isinstance(path, str):
         return None
     try:
+        if handle.as_bytes_if_in_memory() is not None:
+            return None
         return parse_storage_path(path)
     except ValueError:
         return None
@@ -56,14 +72,13 @@ class FsCheckpointStateToolset:
     def base_dir(self) -> str:
         return self._base_dir.url
 
-    def _destination(self, source: StoragePath) -> StoragePath:
-        target = self._base_dir.child(source.name)
+    def _destination(self) -> StoragePath:
+        target = self._base_dir.child(str(uuid.uuid4()))
         return self._entropy.inject(target) if self._entropy is not None else target
 
     def can_fast_duplicate(self, handle: StreamStateHandle) -> bool:
         """True for a file on this toolset's file system that is not already in its directory."""
-        if handle is None:
-            raise MissingArgumentError("handle must not be None")
+        handle = require_handle(handle)
         source = _file_path_of(handle)
         if source is None or source.scheme != self._base_dir.scheme:
             return False
@@ -72,9 +87,13 @@ class FsCheckpointStateToolset:
         return source.parent != self._base_dir
 
     def duplicate(self, handles: Sequence[StreamStateHandle]) -> list[StreamStateHandle]:
-        """Copy every handle's file into the directory; results in the same order."""
-        if handles is None:
-            raise MissingArgumentError("handles must not be None")
+        """Copy every handle's file into the directory under a new name; same order.
+
+        Never overwrites: each copy goes to a fresh random name, created exclusively. If a
+        copy fails, the copies already made by this call are removed and the error (an
+        ``OSError``) is raised.
+        """
+        handles = require_handles(handles)
         sources: list[tuple[StreamStateHandle, StoragePath]] = []
         for handle in handles:
             source = _file_path_of(handle)
@@ -88,28 +107,45 @@ class FsCheckpointStateToolset:
             sources.append((handle, source))
         fs = filesystem_for(self._base_dir, self._fs_token)
         results: list[StreamStateHandle] = []
-        for handle, source in sources:
-            target = self._destination(source)
-            try:
-                server_side_copy(fs, source, target, handle.state_size)
-            except Exception as exc:
-                raise CheckpointIOError(
-                    f"Could not duplicate {source.url} to {target.url}: {exc}"
-                ) from exc
-            if getattr(handle, "relative_path", None) is not None:
-                results.append(
-                    RelativeFileStateHandle(
-                        target.url,
-                        handle.state_size,
-                        relative_path=target.name,
-                        fs_token=self._fs_token,
+        made: list[StoragePath] = []
+        try:
+            for handle, source in sources:
+                target = self._copy(fs, source, handle.state_size)
+                made.append(target)
+                if getattr(handle, "relative_path", None) is not None:
+                    results.append(
+                        RelativeFileStateHandle(
+                            target.url,
+                            handle.state_size,
+                            relative_path=target.name,
+                            fs_token=self._fs_token,
+                        )
                     )
-                )
-            else:
-                results.append(
-                    FileStateHandle(target.url, handle.state_size, fs_token=self._fs_token)
-                )
+                else:
+                    results.append(
+                        FileStateHandle(target.url, handle.state_size, fs_token=self._fs_token)
+                    )
+        except BaseException:
+            for target in made:
+                with contextlib.suppress(Exception):
+                    delete_file(fs, target)
+            raise
         return results
+
+    def _copy(self, fs: Any, source: StoragePath, size: int) -> StoragePath:
+        last: CheckpointFileExistsError | None = None
+        for _ in range(MAX_DUPLICATE_ATTEMPTS):
+            target = self._destination()
+            try:
+                copy_exclusive(fs, source, target, size)
+            except CheckpointFileExistsError as exc:
+                last = exc
+                continue
+            return target
+        raise CheckpointIOError(
+            f"Could not duplicate {source.url} into {self._base_dir.url}: "
+            f"{MAX_DUPLICATE_ATTEMPTS} fresh names existed already"
+        ) from last
 
     def __repr__(self) -> str:
         return f"FsCheckpointStateToolset({self._base_dir.url!r})"
@@ -119,7 +155,9 @@ class NotDuplicatingCheckpointStateToolset:
     """The toolset for file systems without a cheap copy (TO5)."""
 
     def can_fast_duplicate(self, handle: StreamStateHandle) -> bool:
+        require_handle(handle)
         return False
 
     def duplicate(self, handles: Sequence[StreamStateHandle]) -> list[StreamStateHandle]:
+        require_handles(handles)
         raise DuplicationNotSupportedError("The toolset does not support duplication")

@@ -63,6 +63,7 @@ def test_s3_options_get_bounded_defaults_that_the_user_can_override(
     assert options["retries"] == 2
     assert options["config_kwargs"] == {
         "connect_timeout": 2,
+        "read_timeout": 20,
         "retries": {"max_attempts": 2, "mode": "standard"},
     }
     mine = filesystem_options(
@@ -70,7 +71,11 @@ def test_s3_options_get_bounded_defaults_that_the_user_can_override(
         {"retries": 7, "config_kwargs": {"connect_timeout": 30, "retries": {"mode": "adaptive"}}},
     )
     assert mine["retries"] == 7
-    assert mine["config_kwargs"] == {"connect_timeout": 30, "retries": {"mode": "adaptive"}}
+    assert mine["config_kwargs"] == {
+        "connect_timeout": 30,
+        "read_timeout": 20,
+        "retries": {"mode": "adaptive"},
+    }
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "9")  # botocore's own setting is respected
     assert "retries" not in filesystem_options("s3", {})["config_kwargs"]
 

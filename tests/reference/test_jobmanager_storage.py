@@ -37,6 +37,7 @@ from ckptstore.errors import (
     StreamClosedError,
     UnsupportedSchemeError,
 )
+from ckptstore.handles import RelativeFileStateHandle
 from ckptstore.jobmanager_storage import (
     DEFAULT_MAX_STATE_SIZE,
     JobManagerCheckpointStorage,
@@ -340,7 +341,7 @@ def test_non_persistent_resolve_handle(job_id: JobID) -> None:
     completed = _checkpoint(access, 1, b"x", b"meta")
     inline = ByteStreamStateHandle("name", b"data")
     assert completed.resolve_handle(inline) is inline
-    relative = mock.Mock(relative_path="abc")
+    relative = RelativeFileStateHandle("memory:///elsewhere/abc", 3, relative_path="abc")
     with pytest.raises(InvalidHandleError):
         completed.resolve_handle(relative)
 
@@ -619,7 +620,7 @@ def test_savepoint_mkdir_failure(job_id: JobID, tmp_path: Path) -> None:
     )
     with (
         mock.patch(
-            "ckptstore.jobmanager_storage.make_directory_exclusive", return_value=False
+            "ckptstore.access.make_directory_exclusive", return_value=False
         ) as mkdir,
         pytest.raises(OSError, match="Failed to create savepoint directory at"),
     ):

@@ -364,10 +364,9 @@ def test_duplicate_with_task_owned_toolset_is_server_side_copy(s3: S3Root) -> No
         copies = toolset.duplicate([relative, absolute])
     assert rec.operations() == {"CopyObject": 2}, rec.summary()
     taskowned = s3.sub("checkpoints", str(job), "taskowned")
-    assert [c.file_path for c in copies] == [
-        f"{taskowned}/{relative.file_path.rsplit('/', 1)[1]}",
-        f"{taskowned}/{absolute.file_path.rsplit('/', 1)[1]}",
-    ]
+    # fresh random names in taskowned/ (never the sources' names: no overwrites)
+    assert [c.file_path.rsplit("/", 1)[0] for c in copies] == [taskowned, taskowned]
+    assert len({c.file_path for c in copies} | {relative.file_path, absolute.file_path}) == 4
     assert isinstance(copies[0], RelativeFileStateHandle)
     assert type(copies[1]) is FileStateHandle
     assert [c.state_size for c in copies] == [relative.state_size, absolute.state_size]

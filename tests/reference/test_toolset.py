@@ -15,6 +15,7 @@ from ckptstore.api import (
 )
 from ckptstore.errors import DuplicationNotSupportedError, InvalidHandleError
 from ckptstore.filesystems import register_filesystem
+from ckptstore.layout import is_state_file_name
 from ckptstore.paths import parse_storage_path
 from ckptstore.toolset import FsCheckpointStateToolset, NotDuplicatingCheckpointStateToolset
 from tests.reference._fsroot import FsRoot
@@ -64,7 +65,9 @@ def test_cannot_duplicate_across_file_systems(fsroot: FsRoot) -> None:
 
 
 def test_duplicating(fsroot: FsRoot) -> None:
-    """T-TS4: handles rebased onto the toolset dir, same names, relative stays relative."""
+    """T-TS4: handles rebased onto the toolset dir, relative stays relative; the names are
+    fresh UUIDs (TO4's first version), never the source's (two sources named alike from two
+    directories would overwrite each other)."""
     token = register_filesystem(fsroot.scheme)
     sources = []
     for name, relative in (("a", False), ("b", True), ("c", False)):
@@ -81,10 +84,10 @@ def test_duplicating(fsroot: FsRoot) -> None:
     for source, copy in zip(sources, copies, strict=True):
         path = parse_storage_path(copy.file_path)
         assert path.parent == target
-        assert path.name == parse_storage_path(source.file_path).name
+        assert is_state_file_name(path.name)
         assert copy.state_size == source.state_size
         assert _read(copy) == _read(source)
-    assert copies[1].relative_path == "b"  # type: ignore[attr-defined]
+    assert copies[1].relative_path == parse_storage_path(copies[1].file_path).name  # type: ignore[attr-defined]
     sources[0].discard_state()
     assert _read(copies[0]) == b"aaa"  # an independent copy (or hard link)
 

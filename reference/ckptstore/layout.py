@@ -1,0 +1,105 @@
+"""The names of Flink's checkpoint layout (L1-L5), and what the storage may therefore delete.
+
+The storage creates exactly these names, so it deletes nothing else:
+
+* a checkpoint's directory ``chk-<n>`` (L1, L2) and a savepoint's directory
+  ``savepoint-<job id[0:6]>-<12 random characters>`` (L5): ``dispose_storage_location`` and
+  ``dispose_on_failure`` delete such a directory recursively (MD6, MD7), and refuse any other
+  directory with ``DisposalRefusedError`` before a single request is sent;
+* state files ``<uuid4>`` (L3) and the local staging files of ``_metadata``
+  (``._metadata.<32 hex>.inprogress``, ``ckptstore.filesystems.publish_exclusive``): the crash
+  leftover scan (``ckptstore.leftovers``) removes only such files;
+* task-owned and shared state: only single files, through their handles (H2, TO3).
+
+Why: a pointer may come from a user or a REST call, and a pointer to any file resolves (PTR7,
+the metadata file need not be called ``_metadata``). Without this rule, disposing the location
+of ``/data/reports/summary.csv`` would delete ``/data/reports`` and every sibling.
+
+This module does no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ckptstore.api import (
+    CHECKPOINT_DIR_PREFIX,
+    METADATA_FILE_NAME,
+    SAVEPOINT_DIR_PREFIX,
+)
+from ckptstore.errors import DisposalRefusedError
+from ckptstore.paths import StoragePath
+from ckptstore.redaction import redact_text
+
+__all__ = [
+    "CHECKPOINT_DIR_PATTERN",
+    "SAVEPOINT_DIR_PATTERN",
+    "STAGING_FILE_PATTERN",
+    "STATE_FILE_PATTERN",
+    "checkpoint_id_of",
+    "is_checkpoint_dir_name",
+    "is_location_dir_name",
+    "is_savepoint_dir_name",
+    "is_staging_file_name",
+    "is_state_file_name",
+    "require_disposable",
+]
+
+#: ``chk-<n>``: the checkpoint id in decimal (Flink writes no zero padding, L2).
+CHECKPOINT_DIR_PATTERN = re.compile(rf"^{CHECKPOINT_DIR_PREFIX}(?P<id>[0-9]{{1,19}})$")
+#: ``savepoint-<job id[0:6]>-<12 random characters>`` (L5: Flink draws from ``0-9a-f``).
+SAVEPOINT_DIR_PATTERN = re.compile(
+    rf"^{SAVEPOINT_DIR_PREFIX}[0-9a-fA-F]{{6}}-[0-9a-zA-Z]{{12}}$"
+)
+#: A state file: a random UUID, 36 characters (L3, S11).
+STATE_FILE_PATTERN = re.compile(
+    r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
+#: The staging file of a local ``_metadata`` publish.
+STAGING_FILE_PATTERN = re.compile(rf"^\.{METADATA_FILE_NAME}\.[0-9a-f]{{32}}\.inprogress$")
+
+
+def is_checkpoint_dir_name(name: str) -> bool:
+    """True for ``chk-<n>``."""
+    return CHECKPOINT_DIR_PATTERN.match(name) is not None
+
+
+def checkpoint_id_of(name: str) -> int | None:
+    """The id of a ``chk-<n>`` name, else ``None``."""
+    match = CHECKPOINT_DIR_PATTERN.match(name)
+    return None if match is None else int(match.group("id"))
+
+
+def is_savepoint_dir_name(name: str) -> bool:
+    """True for ``savepoint-<6 hex>-<12 characters>``."""
+    return SAVEPOINT_DIR_PATTERN.match(name) is not None
+
+
+def is_location_dir_name(name: str) -> bool:
+    """True for the directory of a checkpoint or savepoint (what disposal may delete)."""
+    return is_checkpoint_dir_name(name) or is_savepoint_dir_name(name)
+
+
+def is_state_file_name(name: str) -> bool:
+    """True for a state file's name (a UUID)."""
+    return STATE_FILE_PATTERN.match(name) is not None
+
+
+def is_staging_file_name(name: str) -> bool:
+    """True for a local ``_metadata`` staging file's name."""
+    return STAGING_FILE_PATTERN.match(name) is not None
+
+
+def require_disposable(directory: StoragePath, what: str) -> None:
+    """Raise ``DisposalRefusedError`` unless ``directory`` is a checkpoint or savepoint dir.
+
+    ``what`` names the operation for the message ("dispose_storage_location").
+    """
+    if is_location_dir_name(directory.name) and directory.parent != directory:
+        return
+    raise DisposalRefusedError(
+        f"{what} refused to delete {redact_text(directory.url)}: it is not a checkpoint "
+        f"directory ('{CHECKPOINT_DIR_PREFIX}<n>') or a savepoint directory "
+        f"('{SAVEPOINT_DIR_PREFIX}<job>-<suffix>') of this storage's layout, so it may hold "
+        "files that belong to something else. Nothing was deleted."
+    )
