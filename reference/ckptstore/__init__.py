@@ -3,6 +3,15 @@
 Importing ``ckptstore`` is cheap: the storages (which pull in fsspec) load on first use,
 so ``import ckptstore.api`` stays free of heavy dependencies, as the conformance suite
 requires.
+
+Modules: ``api`` (the contract), ``errors`` (typed errors, each a subclass of the built-in the
+contract names), ``validation`` (the one argument check of every public constructor and
+method), ``redaction`` (``redact``/``redact_text``: what ``repr``, errors and logs show),
+``io_errors`` (the one mapping of file-system failures to the contract's ``OSError`` types),
+``filesystems`` (registry, raw operations, the S3 retry budget: ``retry_budget``), ``paths``
+(Flink's Path normalisation), ``layout`` (the names disposal may delete), ``leftovers``
+(crash leftovers: ``FileSystemCheckpointStorage.find_leftovers``/``clean_leftovers``), and the
+storages themselves.
 """
 
 from __future__ import annotations
@@ -27,6 +36,10 @@ _LAZY = {
     "CheckpointedStateScope": "ckptstore.api",
     "CheckpointStorageLocationReference": "ckptstore.api",
     "JobID": "ckptstore.api",
+    "Leftover": "ckptstore.leftovers",
+    "RetryBudget": "ckptstore.filesystems",
+    "redact": "ckptstore.redaction",
+    "retry_budget": "ckptstore.filesystems",
 }
 
 __all__ = [
@@ -41,10 +54,14 @@ __all__ = [
     "FileSystemCheckpointStorage",
     "JobID",
     "JobManagerCheckpointStorage",
+    "Leftover",
     "RelativeFileStateHandle",
+    "RetryBudget",
     "__version__",
     "conformance_target",
     "load_checkpoint_storage",
+    "redact",
+    "retry_budget",
 ]
 
 if TYPE_CHECKING:  # the names __getattr__ provides, for type checkers
@@ -62,9 +79,12 @@ if TYPE_CHECKING:  # the names __getattr__ provides, for type checkers
     )
     from ckptstore.conformance import conformance_target
     from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+    from ckptstore.filesystems import RetryBudget, retry_budget
     from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
     from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.leftovers import Leftover
     from ckptstore.loader import load_checkpoint_storage
+    from ckptstore.redaction import redact
 
 
 def __getattr__(name: str) -> Any:

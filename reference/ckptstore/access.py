@@ -308,5 +308,5 @@ class FsCheckpointStorageAccess:
     def __repr__(self) -> str:
         return (
             f"FsCheckpointStorageAccess(job={self._job_id}, "
-            f"checkpoints={self._checkpoints_dir.url!r})"
+            f"checkpoints={self._checkpoints_dir.shown!r})"
         )

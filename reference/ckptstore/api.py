@@ -43,6 +43,32 @@ process names its bucket. A read whose endpoint cannot be reached fails within s
 retries and connect timeouts by default, which the user may override) with an ``OSError``
 (``FileNotFoundError`` for a missing object) whose message names the endpoint and the path,
 and never a credential.
+
+Untrusted input (what every implementation should do; the reference does it as described):
+
+* Arguments are checked before anything else: ``None`` raises ``TypeError``, a wrong type or
+  value ``ValueError`` (the reference raises ``ckptstore.errors`` subclasses, e.g.
+  ``InvalidArgumentTypeError`` which is both), with the argument, the value and the accepted
+  range in the message. Checkpoint and savepoint ids are non-negative Java longs
+  (``0 .. 2**63 - 1``), so that Flink can read what was written.
+* Pointers and paths are normalised like Flink's ``Path`` (``.`` and ``..`` resolved, so an
+  ``external_pointer`` never contains them); a pointer that cannot name a location
+  (``..`` above its root or bucket, control characters, not UTF-8) raises ``OSError``
+  (PTR3) before any I/O.
+* Disposal deletes only what the layout names: ``dispose_storage_location`` and
+  ``dispose_on_failure`` delete a ``chk-<n>`` or ``savepoint-<job>-<suffix>`` directory and
+  refuse anything else with an ``OSError`` (``PermissionError`` in the reference), deleting
+  nothing; ``discard_state`` deletes one file.
+* Duplication never overwrites: copies get fresh names (or are created exclusively), so two
+  sources with the same file name never collide in one target directory.
+* Every failure of a file system or its client library (an unreachable endpoint, a
+  misconfigured client) surfaces as ``OSError`` from every method, within a bounded retry
+  budget (the reference: ``ckptstore.filesystems.retry_budget``), naming the endpoint and the
+  path but never a secret; ``repr``, error messages and logs show no credential
+  (``ckptstore.redaction``).
+* Crash leftovers (staging files, state files of checkpoints that never got ``_metadata``)
+  can be found and removed within the storage's own layout (the reference:
+  ``find_leftovers``/``clean_leftovers`` of its storages, ``ckptstore.leftovers``).
 """
 
 from __future__ import annotations
@@ -231,7 +257,9 @@ class CheckpointStorageLocationReference:
             except InvalidReferenceError:
                 pass
             else:
-                return f"CheckpointStorageLocationReference(path={path!r})"
+                from ckptstore.redaction import redact_text
+
+                return f"CheckpointStorageLocationReference(path={redact_text(path)!r})"
         return f"CheckpointStorageLocationReference({self._bytes!r})"
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime
 import enum
-import logging
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from ckptstore.errors import (
     InvalidArgumentTypeError,
     MissingArgumentError,
 )
+from ckptstore.redaction import get_logger
 from ckptstore.validation import (
     JAVA_INT_MAX,
     JAVA_LONG_MAX,
@@ -48,7 +48,7 @@ __all__ = [
     "ExternalizedCheckpointRetention",
 ]
 
-_LOG = logging.getLogger(__name__)
+_LOG = get_logger(__name__)
 
 #: The smallest checkpoint interval and timeout Flink accepts, in milliseconds.
 MINIMAL_CHECKPOINT_TIME = 10

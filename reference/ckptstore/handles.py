@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 from ckptstore.errors import InvalidArgumentTypeError, MissingArgumentError
 from ckptstore.filesystems import authority_of, delete_file, get_filesystem, open_for_read
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.redaction import redact_text
 from ckptstore.validation import JAVA_LONG_MAX, require_file_name, require_int, require_url_text
 
 __all__ = ["FileStateHandle", "RelativeFileStateHandle"]
@@ -83,7 +84,7 @@ class FileStateHandle:
         return hash(self.file_path)
 
     def __repr__(self) -> str:
-        return f"File State: {self.file_path} [{self.state_size} bytes]"
+        return f"File State: {redact_text(self.file_path)} [{self.state_size} bytes]"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -113,6 +114,6 @@ class RelativeFileStateHandle(FileStateHandle):
 
     def __repr__(self) -> str:
         return (
-            f"RelativeFileStateHandle State: {self.file_path}, {self.relative_path} "
+            f"RelativeFileStateHandle State: {redact_text(self.file_path)}, {self.relative_path} "
             f"[{self.state_size} bytes]"
         )

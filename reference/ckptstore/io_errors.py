@@ -323,7 +323,7 @@ class _GuardedReader(io.BufferedIOBase):
         return getattr(self._inner, name)
 
     def __repr__(self) -> str:
-        return f"<reader of {self._path.url}>"
+        return f"<reader of {self._path.shown}>"
 
 
 def guarded_reader(inner: BinaryIO, path: StoragePath, fs: Any) -> BinaryIO:
@@ -383,7 +383,7 @@ class _GuardedWriter:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<writer of {self._path.url}>"
+        return f"<writer of {self._path.shown}>"
 
 
 def guarded_writer(inner: IO[bytes], path: StoragePath, fs: Any) -> IO[bytes]:

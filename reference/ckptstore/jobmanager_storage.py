@@ -14,6 +14,7 @@ The storage object is picklable configuration; ``create_checkpoint_storage(job_i
 
 from __future__ import annotations
 
+import datetime
 import io
 import threading
 from collections.abc import Collection, Mapping
@@ -46,6 +47,7 @@ from ckptstore.filesystems import (
     require_available_schemes,
 )
 from ckptstore.layout import require_disposable
+from ckptstore.leftovers import DEFAULT_LEFTOVER_GRACE, Leftover, clean_leftovers, find_leftovers
 from ckptstore.memory_streams import MemCheckpointStreamFactory, MemoryCheckpointOutputStream
 from ckptstore.metadata import (
     FsCheckpointMetadataOutputStream,
@@ -59,8 +61,10 @@ from ckptstore.toolset import NotDuplicatingCheckpointStateToolset
 from ckptstore.validation import (
     JAVA_INT_MAX,
     describe,
+    require_bool,
     require_bytes,
     require_checkpoint_id,
+    require_duration,
     require_handle,
     require_int,
     require_job_id,
@@ -158,7 +162,7 @@ class PersistentMetadataCheckpointStorageLocation(MemCheckpointStreamFactory):
 
     def __repr__(self) -> str:
         return (
-            f"PersistentMetadataCheckpointStorageLocation({self._dir.url!r}, "
+            f"PersistentMetadataCheckpointStorageLocation({self._dir.shown!r}, "
             f"max_state_size={self.max_state_size})"
         )
 
@@ -497,6 +501,50 @@ class JobManagerCheckpointStorage:
             storage_options=self._storage_options,
             allowed_schemes=self._allowed_schemes,
         )
+
+    # -- crash leftovers (``ckptstore.leftovers``)
+
+    def _leftover_scope(self, job_id: JobID) -> dict[str, Any]:
+        job = require_job_id(job_id)
+        checkpoint = None if self._checkpoint_path is None else parse_storage_path(
+            self._checkpoint_path
+        ).child(str(job))
+        savepoint = None if self._savepoint_path is None else parse_storage_path(
+            self._savepoint_path
+        )
+        options = self._storage_options
+        return {
+            "checkpoints_dir": checkpoint,
+            "savepoint_dir": savepoint,
+            "job_id": job,
+            "token_for": lambda path: register_path(path, options),
+        }
+
+    def find_leftovers(
+        self,
+        job_id: JobID,
+        *,
+        older_than: float | datetime.timedelta = DEFAULT_LEFTOVER_GRACE,
+    ) -> list[Leftover]:
+        """Crash leftovers of ``job_id`` below the checkpoint and savepoint paths.
+
+        Here they are ``_metadata`` staging files (state is inline) and abandoned, empty
+        ``chk-<n>``/``savepoint-...`` directories; see ``ckptstore.leftovers``.
+        """
+        seconds = require_duration(older_than, "older_than")
+        return find_leftovers(**self._leftover_scope(job_id), older_than=seconds)
+
+    def clean_leftovers(
+        self,
+        job_id: JobID,
+        *,
+        older_than: float | datetime.timedelta = DEFAULT_LEFTOVER_GRACE,
+        dry_run: bool = False,
+    ) -> list[Leftover]:
+        """Remove what ``find_leftovers`` reports; return what was removed."""
+        seconds = require_duration(older_than, "older_than")
+        dry = require_bool(dry_run, "dry_run")
+        return clean_leftovers(**self._leftover_scope(job_id), older_than=seconds, dry_run=dry)
 
     # -- value semantics
 

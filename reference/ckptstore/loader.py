@@ -17,7 +17,6 @@ connection settings are not Flink keys; they are passed separately as ``storage_
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ from ckptstore.options import (
     get_memory_size,
     get_string,
 )
+from ckptstore.redaction import get_logger
 from ckptstore.validation import describe
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ __all__ = [
     "load_jobmanager_storage",
 ]
 
-_LOG = logging.getLogger(__name__)
+_LOG = get_logger(__name__)
 
 #: The inline threshold when none (or an invalid one) is configured: 20 KiB (CFG4).
 DEFAULT_FILE_STATE_THRESHOLD = 20 * 1024

@@ -191,4 +191,4 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
             delete_tree(filesystem_for(target, self._fs_token), target)
 
     def __repr__(self) -> str:
-        return f"FsCheckpointStorageLocation({self._exclusive_dir.url!r}, {self._reference!r})"
+        return f"FsCheckpointStorageLocation({self._exclusive_dir.shown!r}, {self._reference!r})"

@@ -42,6 +42,7 @@ from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.io_errors import with_context
 from ckptstore.layout import require_disposable
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.redaction import redact_text
 from ckptstore.validation import require_bytes, require_file_name, require_handle
 
 __all__ = [
@@ -138,7 +139,7 @@ class FsCompletedCheckpointStorageLocation:
         )
 
     def __repr__(self) -> str:
-        return f"FsCompletedCheckpointStorageLocation({self.external_pointer!r})"
+        return f"FsCompletedCheckpointStorageLocation({redact_text(self.external_pointer)!r})"
 
 
 class FsCheckpointMetadataOutputStream:
@@ -253,4 +254,4 @@ class FsCheckpointMetadataOutputStream:
         self.close()
 
     def __repr__(self) -> str:
-        return f"FsCheckpointMetadataOutputStream({self._target.url!r})"
+        return f"FsCheckpointMetadataOutputStream({self._target.shown!r})"

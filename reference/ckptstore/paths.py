@@ -127,6 +127,11 @@ class StoragePath:
         return f"{self.scheme}://{self.path}"
 
     @property
+    def shown(self) -> str:
+        """The URL as it may be shown: credentials removed (``ckptstore.redaction``)."""
+        return redact_text(self.url, limit=None)
+
+    @property
     def has_authority(self) -> bool:
         """Object-store paths start with the bucket; local and memory paths with ``/``."""
         return not self.path.startswith("/")

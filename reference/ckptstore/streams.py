@@ -322,4 +322,4 @@ class FsCheckpointStateOutputStream:
                 self.close()
 
     def __repr__(self) -> str:
-        return f"FsCheckpointStateOutputStream({self._base_dir.url!r}, pos={self.tell()})"
+        return f"FsCheckpointStateOutputStream({self._base_dir.shown!r}, pos={self.tell()})"

@@ -148,7 +148,7 @@ class FsCheckpointStateToolset:
         ) from last
 
     def __repr__(self) -> str:
-        return f"FsCheckpointStateToolset({self._base_dir.url!r})"
+        return f"FsCheckpointStateToolset({self._base_dir.shown!r})"
 
 
 class NotDuplicatingCheckpointStateToolset:

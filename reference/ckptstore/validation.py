@@ -37,6 +37,7 @@ import os
 import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 from ckptstore.errors import (
     ArgumentOutOfRangeError,
@@ -99,7 +100,7 @@ RETRY_BUDGET_LIMITS: Mapping[str, tuple[float, float]] = {
     "retries": (1, 10),
     "connect_timeout": (0.1, 120),
     "read_timeout": (0.1, 3600),
-    "max_attempts": (1, 10),
+    "max_attempts": (0, 10),
 }
 
 _T = TypeVar("_T")
@@ -446,7 +447,9 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
 
     The retry-budget options are range-checked (:data:`RETRY_BUDGET_LIMITS`): ``retries``
     (s3fs's own retry loop), and in ``config_kwargs`` botocore's ``connect_timeout``,
-    ``read_timeout`` and ``retries['max_attempts']``.
+    ``read_timeout`` and ``retries['max_attempts']``. An ``endpoint_url`` (also in
+    ``client_kwargs``) must be an ``http``/``https`` URL with a host. Violations raise
+    ``ConfigurationError`` at construction, instead of a client error at the first request.
     """
     if value is None:
         return {}
@@ -456,6 +459,10 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
         if not isinstance(key, str):
             raise _wrong_type(f"{setting} key", key, "option names as strings")
     options = dict(value)
+    _endpoint(options.get("endpoint_url"), f"{setting}['endpoint_url']")
+    client_kwargs = options.get("client_kwargs")
+    if isinstance(client_kwargs, Mapping):
+        _endpoint(client_kwargs.get("endpoint_url"), f"{setting}['client_kwargs']['endpoint_url']")
     if "retries" in options:
         _budget_number(options["retries"], f"{setting}['retries']", "retries", integer=True)
     config = options.get("config_kwargs")
@@ -482,6 +489,27 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
         raise _fail(ConfigurationError, f"{setting}['client_kwargs'] must be a mapping, got "
                     f"{describe(client)}", setting, client, "a mapping")
     return options
+
+
+def _endpoint(value: Any, setting: str) -> None:
+    if value is None:
+        return
+    accepted = "an http:// or https:// URL with a host"
+    if not isinstance(value, str):
+        raise _fail(ConfigurationError, f"{setting} must be {accepted}, got {describe(value)}",
+                    setting, value, accepted)
+    try:
+        parts = urlsplit(value.strip())
+        host = parts.hostname
+        parts.port  # noqa: B018 (raises ValueError for a bad port)
+    except ValueError:
+        host = None
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not host or (
+        _CONTROL.search(value)
+    ):
+        raise _fail(ConfigurationError, f"{setting} must be {accepted}, got {describe(value)}",
+                    setting, value, accepted)
 
 
 def _budget_number(value: Any, setting: str, kind: str, *, integer: bool = False) -> float:
