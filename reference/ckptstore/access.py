@@ -247,6 +247,7 @@ class FsCheckpointStorageAccess:
             write_buffer_size=self._buffer_size,
             fs_token=self._token,
             entropy=self._entropy,
+            layout_kind="checkpoint",
         )
 
     def _savepoint_location(
@@ -261,6 +262,7 @@ class FsCheckpointStorageAccess:
             write_buffer_size=self._buffer_size,
             fs_token=token,
             entropy=self._entropy,
+            layout_kind="savepoint",
         )
 
     # ------------------------------------------------------------------ worker view

@@ -19,7 +19,7 @@ import secrets
 import string
 from dataclasses import dataclass
 
-from ckptstore.errors import ConfigurationError, InvalidArgumentTypeError
+from ckptstore.errors import ConfigurationError, InvalidArgumentTypeError, MissingArgumentError
 from ckptstore.paths import StoragePath, normalise_path_text
 from ckptstore.validation import MAX_ENTROPY_LENGTH, describe
 
@@ -33,7 +33,8 @@ _FORBIDDEN = re.compile(r'[~#@*+%{}<>\[\]|"\\]')
 def validate_entropy_options(key: str | None, length: int) -> None:
     """Check ``entropy_key``/``entropy_length`` with Flink's messages (E2).
 
-    Beyond Flink: the key must be printable (no control characters, at most 255 characters)
+    Beyond Flink: the key must be printable (no control characters or whitespace, at most 255
+    characters)
     and the length at most ``MAX_ENTROPY_LENGTH`` (64); a wrong type raises
     ``InvalidArgumentTypeError``.
     """
@@ -43,10 +44,12 @@ def validate_entropy_options(key: str | None, length: int) -> None:
         raise InvalidArgumentTypeError(
             f"Invalid value for s3.entropy.key : expected a string, got {describe(key)}"
         )
-    if not key or len(key) > 255 or not key.isprintable():
+    if not key or len(key) > 255 or not key.isprintable() or any(c.isspace() for c in key):
         raise ConfigurationError(f"Invalid value for s3.entropy.key : {key!r}")
     if _FORBIDDEN.search(key) or "/" in key:
         raise ConfigurationError(f"Invalid character in value for s3.entropy.key : {key}")
+    if length is None:
+        raise MissingArgumentError("s3.entropy.length must not be None; expected an integer")
     if isinstance(length, bool) or not isinstance(length, int):
         raise InvalidArgumentTypeError(
             f"s3.entropy.length must be an integer, got {describe(length)}"

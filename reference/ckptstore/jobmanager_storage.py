@@ -104,7 +104,9 @@ def _validate_max_state_size(max_state_size: Any) -> int:
 def _optional_path(value: Any, what: str) -> StoragePath | None:
     if value is None:
         return None
-    return parse_storage_path(require_url_text(value, what))
+    path = parse_storage_path(require_url_text(value, what))
+    require_available_schemes([path.scheme], what)
+    return path
 
 
 def _checkpoint_id(checkpoint_id: Any) -> int:

@@ -90,16 +90,31 @@ def is_staging_file_name(name: str) -> bool:
     return STAGING_FILE_PATTERN.match(name) is not None
 
 
-def require_disposable(directory: StoragePath, what: str) -> None:
+def require_disposable(directory: StoragePath, what: str, kind: str = "any") -> None:
     """Raise ``DisposalRefusedError`` unless ``directory`` is a checkpoint or savepoint dir.
 
-    ``what`` names the operation for the message ("dispose_storage_location").
+    ``what`` names the operation for the message ("dispose_storage_location"); ``kind``
+    narrows the accepted names: ``"checkpoint"`` (``chk-<n>`` only), ``"savepoint"``
+    (``savepoint-...`` only, e.g. a location from a path reference), ``"any"``.
     """
-    if is_location_dir_name(directory.name) and directory.parent != directory:
+    name = directory.name
+    accepted = {
+        "checkpoint": is_checkpoint_dir_name(name),
+        "savepoint": is_savepoint_dir_name(name),
+        "any": is_location_dir_name(name),
+    }[kind]
+    if accepted and directory.parent != directory:
         return
+    expected = {
+        "checkpoint": f"a checkpoint directory ('{CHECKPOINT_DIR_PREFIX}<n>')",
+        "savepoint": f"a savepoint directory ('{SAVEPOINT_DIR_PREFIX}<job>-<suffix>')",
+        "any": (
+            f"a checkpoint directory ('{CHECKPOINT_DIR_PREFIX}<n>') or a savepoint directory "
+            f"('{SAVEPOINT_DIR_PREFIX}<job>-<suffix>')"
+        ),
+    }[kind]
     raise DisposalRefusedError(
-        f"{what} refused to delete {redact_text(directory.url)}: it is not a checkpoint "
-        f"directory ('{CHECKPOINT_DIR_PREFIX}<n>') or a savepoint directory "
-        f"('{SAVEPOINT_DIR_PREFIX}<job>-<suffix>') of this storage's layout, so it may hold "
-        "files that belong to something else. Nothing was deleted."
+        f"{what} refused to delete {redact_text(directory.url)}: it is not {expected} of this "
+        "storage's layout, so it may hold files that belong to something else. Nothing was "
+        "deleted."
     )

@@ -140,6 +140,7 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
         write_buffer_size: int,
         fs_token: str | None = None,
         entropy: EntropyInjector | None = None,
+        layout_kind: str = "any",
     ) -> None:
         super().__init__(
             exclusive_dir,
@@ -151,6 +152,7 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
         )
         if reference is None:
             raise MissingArgumentError("location reference must not be None")
+        self._layout_kind = layout_kind
         self._task_owned_dir = task_owned_dir
         self._reference = reference
         metadata_dir = entropy.remove(exclusive_dir) if entropy is not None else exclusive_dir
@@ -178,15 +180,15 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
     def dispose_on_failure(self) -> None:
         """Recursively delete the exclusive directory; missing is fine (MD7).
 
-        Only a ``chk-<n>`` or ``savepoint-<job>-<suffix>`` directory (``ckptstore.layout``):
-        a location resolved from a reference to any other directory raises
-        ``DisposalRefusedError`` and deletes nothing.
+        Only a ``chk-<n>`` directory for a checkpoint location, a ``savepoint-<job>-<suffix>``
+        directory for a savepoint location (``ckptstore.layout``): a location resolved from a
+        reference to any other directory raises ``DisposalRefusedError`` and deletes nothing.
         """
         targets = [self._exclusive_dir]
         if self._metadata_file.parent != self._exclusive_dir:
             targets.append(self._metadata_file.parent)
         for target in targets:
-            require_disposable(target, "dispose_on_failure")
+            require_disposable(target, "dispose_on_failure", self._layout_kind)
         for target in targets:
             delete_tree(filesystem_for(target, self._fs_token), target)
 

@@ -171,6 +171,9 @@ class StoragePath:
     def __str__(self) -> str:
         return self.url
 
+    def __repr__(self) -> str:
+        return f"<StoragePath {self.shown}>"
+
 
 def parse_storage_path(url: str) -> StoragePath:
     """Parse a URL or local path into a normalised :class:`StoragePath`.
@@ -195,6 +198,8 @@ def parse_storage_path(url: str) -> StoragePath:
         return _local(text)
     scheme = canonical_scheme(match.group(1))
     rest = match.group(2).replace("\\", "/")
+    if not rest:
+        raise InvalidArgumentError(f"URL {shown!r} names no path")
     if scheme == "file":
         if rest.startswith("//"):
             authority, _, remainder = rest[2:].partition("/")

@@ -67,6 +67,11 @@ _HEADER = re.compile(
     r"(?i)(?P<name>\b(?:proxy-)?authorization|\bx-amz-security-token|\bx-api-key|\bcookie)"
     r"(?P<sep>['\"]?\s*:\s*)(?P<value>[^\r\n]+)"
 )
+# 'name': 'value' items of a mapping's repr quoted in a message
+_QUOTED_ITEM = re.compile(
+    r"(?P<q1>['\"])(?P<name>[^'\"\s]{1,64})(?P=q1)(?P<sep>\s*:\s*)(?P<q2>['\"])"
+    r"(?P<value>[^'\"]*)(?P=q2)"
+)
 _SCHEME_AUTH = re.compile(r"(?i)\b(?P<kind>bearer|basic)\s+[A-Za-z0-9._~+/=\-]{4,}")
 
 
@@ -81,6 +86,13 @@ def _redact_parameter(match: re.Match[str]) -> str:
     if not is_secret_name(name) or not match.group("value"):
         return match.group(0)
     return f"{match.group('lead')}{name}{match.group('eq')}{REDACTED}"
+
+
+def _redact_quoted_item(match: re.Match[str]) -> str:
+    if not is_secret_name(match.group("name")):
+        return match.group(0)
+    q1, q2 = match.group("q1"), match.group("q2")
+    return f"{q1}{match.group('name')}{q1}{match.group('sep')}{q2}{REDACTED}{q2}"
 
 
 def redact_text(text: object, secrets: Iterable[str] = (), *, limit: int | None = _MAX_TEXT) -> str:
@@ -98,6 +110,7 @@ def redact_text(text: object, secrets: Iterable[str] = (), *, limit: int | None 
     result = _BARE_USERINFO.sub(lambda m: f"{REDACTED}@", result)
     result = _HEADER.sub(lambda m: f"{m.group('name')}{m.group('sep')}{REDACTED}", result)
     result = _PARAMETER.sub(_redact_parameter, result)
+    result = _QUOTED_ITEM.sub(_redact_quoted_item, result)
     result = _SCHEME_AUTH.sub(lambda m: f"{m.group('kind')} {REDACTED}", result)
     if limit is not None and len(result) > limit:
         result = result[:limit] + "..."
@@ -174,6 +187,10 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
+            if isinstance(record.args, tuple):
+                record.args = tuple(redact(arg) for arg in record.args)
+            elif isinstance(record.args, Mapping):
+                record.args = redact(record.args)
             message = record.getMessage()
         except Exception:  # a broken format string: leave it to logging's own handling
             return True

@@ -40,7 +40,7 @@ from ckptstore.filesystems import (
     traits_for,
 )
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-from ckptstore.io_errors import with_context
+from ckptstore.io_errors import is_unreachable, with_context
 from ckptstore.paths import StoragePath
 from ckptstore.validation import require_bytes
 
@@ -253,6 +253,10 @@ class FsCheckpointStateOutputStream:
             target = self._file.url if self._file is not None else self._base_dir.url
             if isinstance(exc, FileExistsError):
                 # the exclusive commit found another writer's object: never delete that one
+                self._file_may_exist = False
+            elif self._object_store and is_unreachable(exc):
+                # the upload never reached the store: nothing to delete, and a delete could
+                # not reach it either (it would only spend the retry budget a second time)
                 self._file_may_exist = False
             self._discard_file()
             raise with_context(

@@ -112,7 +112,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def describe(value: object) -> str:
     """A short, redacted description of a rejected value for messages: repr and type."""
     try:
-        text = repr(redact(value))
+        shown = redact(value)
+        # objects and bytes come back as a placeholder such as '<Session>': shown as is
+        text = shown if isinstance(shown, str) and not isinstance(value, str) else repr(shown)
     except Exception:  # a hostile __repr__ or __eq__ must not replace the real error
         text = "<unprintable>"
     if len(text) > 80:
@@ -380,7 +382,9 @@ def require_handle(value: Any, setting: str = "handle") -> StreamStateHandle:
     """A state handle: an object with ``state_size`` and the handle methods (duck-typed).
 
     A handle that names a file must name it by a string (``file_path``), and a relative
-    handle must carry a string ``relative_path``; anything else is an ``InvalidHandleError``.
+    handle's ``relative_path`` must be one file name (``require_file_name``); anything else
+    is an ``InvalidHandleError`` (a handle unpickled from a hostile ``_metadata`` may carry
+    ``../..``).
     """
     accepted = "a state handle (StreamStateHandle)"
     if value is None:
@@ -400,6 +404,8 @@ def require_handle(value: Any, setting: str = "handle") -> StreamStateHandle:
     if relative is not None and not isinstance(relative, str):
         raise _fail(InvalidHandleError, f"{setting} has a relative path {describe(relative)}, "
                     "not a file name string", setting, value, accepted)
+    if relative is not None:
+        require_file_name(relative, f"{setting}.relative_path")
     return value  # type: ignore[no-any-return]
 
 
