@@ -50,6 +50,7 @@ from ckptstore.errors import (
     CheckpointNotFoundError,
     CheckpointStorageError,
     EndpointUnreachableError,
+    StreamClosedError,
 )
 from ckptstore.paths import StoragePath
 from ckptstore.redaction import SECRET_MARKERS, redact_text, secret_values
@@ -272,6 +273,8 @@ class _GuardedReader(io.BufferedIOBase):
         self._fs = fs
 
     def _guard(self) -> contextlib.AbstractContextManager[None]:
+        if self._inner.closed:  # Python's ValueError for a closed file, and an OSError
+            raise StreamClosedError(f"the reader of {self._path.shown} is closed")
         return io_errors("read", self._path, self._fs, any_exception=True)
 
     def readable(self) -> bool:
@@ -314,6 +317,8 @@ class _GuardedReader(io.BufferedIOBase):
         return bool(self._inner.closed)
 
     def close(self) -> None:
+        if self._inner.closed:
+            return
         with self._guard():
             self._inner.close()
 
@@ -344,6 +349,8 @@ class _GuardedWriter:
         self._fs = fs
 
     def _guard(self) -> contextlib.AbstractContextManager[None]:
+        if self._inner.closed:
+            raise StreamClosedError(f"the writer of {self._path.shown} is closed")
         return io_errors("write", self._path, self._fs, any_exception=True)
 
     @property
@@ -373,6 +380,8 @@ class _GuardedWriter:
         return int(self._inner.tell())
 
     def close(self) -> None:
+        if self._inner.closed:
+            return
         with self._guard():
             self._inner.close()
 

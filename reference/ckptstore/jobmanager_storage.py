@@ -412,8 +412,11 @@ class JobManagerCheckpointStorage:
     ``checkpoint_path`` (optional) persists each checkpoint's ``_metadata`` (with all state
     inline) so that checkpoints survive a JobManager failover; ``max_state_size`` (default
     5 MiB) limits each piece of state; ``savepoint_path`` is the default savepoint base.
-    ``storage_options`` are fsspec connection settings for those paths; ``allowed_schemes``
-    lists extra URL schemes that ``resolve_checkpoint`` may open.
+    ``storage_options`` are fsspec connection settings for those paths (including the S3
+    retry budget: ``ckptstore.filesystems.retry_budget``); ``allowed_schemes`` lists extra URL
+    schemes that ``resolve_checkpoint`` may open. Arguments are checked by
+    ``ckptstore.validation``; ``find_leftovers``/``clean_leftovers`` handle crash leftovers
+    (``ckptstore.leftovers``).
     """
 
     DEFAULT_MAX_STATE_SIZE = DEFAULT_MAX_STATE_SIZE

@@ -19,14 +19,21 @@ from ckptstore.api import (
     StreamStateHandle,
 )
 from ckptstore.entropy import EntropyInjector
-from ckptstore.errors import InvalidArgumentError, MissingArgumentError
+from ckptstore.errors import ArgumentOutOfRangeError, InvalidArgumentError
 from ckptstore.filesystems import delete_tree, filesystem_for, traits_for
 from ckptstore.layout import require_disposable
 from ckptstore.metadata import FsCheckpointMetadataOutputStream
-from ckptstore.paths import StoragePath
+from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.streams import FsCheckpointStateOutputStream
 from ckptstore.toolset import FsCheckpointStateToolset
-from ckptstore.validation import require_handle, require_handles, require_scope
+from ckptstore.validation import (
+    MAX_WRITE_BUFFER_SIZE,
+    require_handle,
+    require_handles,
+    require_int,
+    require_reference,
+    require_scope,
+)
 
 __all__ = ["MAX_FILE_STATE_THRESHOLD", "FsCheckpointStorageLocation", "FsCheckpointStreamFactory"]
 
@@ -51,17 +58,22 @@ class FsCheckpointStreamFactory:
         fs_token: str | None = None,
         entropy: EntropyInjector | None = None,
     ) -> None:
-        if file_state_threshold < 0:
-            raise InvalidArgumentError("The threshold for file state size must be zero or larger.")
-        if write_buffer_size < 0:
-            raise InvalidArgumentError("The write buffer size must be zero or larger.")
+        file_state_threshold = require_int(
+            file_state_threshold, "file_state_threshold", minimum=0,
+            below_message="The threshold for file state size must be zero or larger.",
+        )
+        write_buffer_size = require_int(
+            write_buffer_size, "write_buffer_size", minimum=0, maximum=MAX_WRITE_BUFFER_SIZE,
+            below_message="The write buffer size must be zero or larger.",
+        )
         if file_state_threshold > MAX_FILE_STATE_THRESHOLD:
-            raise InvalidArgumentError(
+            raise ArgumentOutOfRangeError(
                 "The threshold for file state size cannot be larger than "
                 f"{MAX_FILE_STATE_THRESHOLD}"
             )
-        self._exclusive_dir = exclusive_dir
-        self._shared_dir = shared_dir
+        self._exclusive_dir = parse_storage_path(exclusive_dir)
+        self._shared_dir = parse_storage_path(shared_dir)
+        exclusive_dir, shared_dir = self._exclusive_dir, self._shared_dir
         self._threshold = file_state_threshold
         self._buffer_size = max(write_buffer_size, file_state_threshold)
         self._fs_token = fs_token
@@ -150,9 +162,13 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
             fs_token=fs_token,
             entropy=entropy,
         )
-        if reference is None:
-            raise MissingArgumentError("location reference must not be None")
+        reference = require_reference(reference, "location reference")
+        if layout_kind not in ("checkpoint", "savepoint", "any"):
+            raise InvalidArgumentError(
+                f"layout_kind must be 'checkpoint', 'savepoint' or 'any', got {layout_kind!r}"
+            )
         self._layout_kind = layout_kind
+        task_owned_dir = parse_storage_path(task_owned_dir)
         self._task_owned_dir = task_owned_dir
         self._reference = reference
         metadata_dir = entropy.remove(exclusive_dir) if entropy is not None else exclusive_dir

@@ -26,6 +26,7 @@ from typing import Any
 
 from ckptstore.api import StreamStateHandle
 from ckptstore.errors import (
+    InvalidArgumentTypeError,
     InvalidHandleError,
     MetadataExistsError,
     MissingArgumentError,
@@ -43,7 +44,12 @@ from ckptstore.io_errors import with_context
 from ckptstore.layout import require_disposable
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.redaction import redact_text
-from ckptstore.validation import require_bytes, require_file_name, require_handle
+from ckptstore.validation import (
+    require_bytes,
+    require_file_name,
+    require_handle,
+    require_url_text,
+)
 
 __all__ = [
     "FsCheckpointMetadataOutputStream",
@@ -57,7 +63,9 @@ _CLOSED_MESSAGE = "Stream has already been closed and discarded."
 def _as_path(value: str | StoragePath, what: str) -> StoragePath:
     if value is None:
         raise MissingArgumentError(f"{what} must not be None")
-    return value if isinstance(value, StoragePath) else parse_storage_path(value)
+    if isinstance(value, StoragePath):
+        return value
+    return parse_storage_path(require_url_text(value, what))
 
 
 def validate_relative_path(relative_path: str) -> str:
@@ -91,6 +99,12 @@ class FsCompletedCheckpointStorageLocation:
     def __post_init__(self) -> None:
         if self.metadata_handle is None or self.external_pointer is None:
             raise MissingArgumentError("metadata handle and external pointer are required")
+        if not isinstance(self.metadata_handle, FileStateHandle):
+            raise InvalidArgumentTypeError(
+                f"metadata_handle must be a FileStateHandle, got "
+                f"{type(self.metadata_handle).__name__}"
+            )
+        require_url_text(self.external_pointer, "external_pointer")
         object.__setattr__(self, "exclusive_dir", _as_path(self.exclusive_dir, "directory").url)
 
     @property

@@ -175,7 +175,7 @@ class StoragePath:
         return f"<StoragePath {self.shown}>"
 
 
-def parse_storage_path(url: str) -> StoragePath:
+def parse_storage_path(url: str | StoragePath | os.PathLike[str]) -> StoragePath:
     """Parse a URL or local path into a normalised :class:`StoragePath`.
 
     Accepts ``/x``, ``x`` (relative to the working directory), ``file:/x``, ``file:///x``,

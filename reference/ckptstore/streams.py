@@ -41,8 +41,8 @@ from ckptstore.filesystems import (
 )
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.io_errors import is_unreachable, with_context
-from ckptstore.paths import StoragePath
-from ckptstore.validation import require_bytes
+from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.validation import MAX_WRITE_BUFFER_SIZE, require_bytes, require_int
 
 __all__ = ["MAX_FILE_CREATION_ATTEMPTS", "FsCheckpointStateOutputStream"]
 
@@ -68,10 +68,15 @@ class FsCheckpointStateOutputStream:
         allow_relative_paths: bool = False,
         entropy: EntropyInjector | None = None,
     ) -> None:
-        if threshold < 0:
-            raise InvalidArgumentError("The threshold for file state size must be zero or larger.")
-        if buffer_size < 0:
-            raise InvalidArgumentError("The write buffer size must be zero or larger.")
+        threshold = require_int(
+            threshold, "threshold", minimum=0,
+            below_message="The threshold for file state size must be zero or larger.",
+        )
+        buffer_size = require_int(
+            buffer_size, "buffer_size", minimum=0, maximum=MAX_WRITE_BUFFER_SIZE,
+            below_message="The write buffer size must be zero or larger.",
+        )
+        base_dir = parse_storage_path(base_dir)
         if buffer_size < threshold:
             raise InvalidArgumentError(
                 f"The write buffer size ({buffer_size}) must not be smaller than the inline "

@@ -64,7 +64,8 @@ class FsCheckpointStateToolset:
         fs_token: str | None = None,
         entropy: EntropyInjector | None = None,
     ) -> None:
-        self._base_dir = base_dir
+        self._base_dir = parse_storage_path(base_dir)
+        base_dir = self._base_dir
         self._fs_token = fs_token
         self._entropy = entropy if entropy is not None and entropy.is_active(base_dir) else None
 

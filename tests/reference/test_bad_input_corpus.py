@@ -54,7 +54,10 @@ from ckptstore.errors import (
     MissingArgumentError,
 )
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.locations import FsCheckpointStreamFactory
+from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import parse_storage_path
+from ckptstore.streams import FsCheckpointStateOutputStream
 from ckptstore.validation import (
     JAVA_INT_MAX,
     JAVA_LONG_MAX,
@@ -428,6 +431,20 @@ TARGETS: list[Target] = [
            legal=_int_in(-1, JAVA_LONG_MAX)),
     Target("ByteStreamStateHandle('n', data)", lambda w, v: ByteStreamStateHandle("n", v),
            legal=lambda v: isinstance(v, bytes | bytearray | memoryview)),
+    # -- the public building blocks
+    Target("FsCheckpointStreamFactory(threshold)",
+           lambda w, v: FsCheckpointStreamFactory(
+               str(w.local / "x"), str(w.local / "y"), file_state_threshold=v,
+               write_buffer_size=0),
+           legal=_int_in(0, 2**20)),
+    Target("FsCheckpointStateOutputStream(buffer_size)",
+           lambda w, v: FsCheckpointStateOutputStream(
+               str(w.local / "x"), buffer_size=v, threshold=0),
+           legal=_int_in(0, MAX_WRITE_BUFFER_SIZE)),
+    Target("FsCompletedCheckpointStorageLocation(metadata_handle)",
+           lambda w, v: FsCompletedCheckpointStorageLocation(
+               str(w.local / "chk-9"), v, str(w.local / "chk-9")),
+           legal=lambda v: isinstance(v, FileStateHandle)),
 ]
 TARGETS_BY_NAME = {target.name: target for target in TARGETS}
 
