@@ -1,6 +1,7 @@
 """The ``ckptconform`` command: run the installed suite against a target and print the matrix.
 
     ckptconform --impl ckptstore [--backend local,memory,moto] [--report-dir DIR] [pytest args...]
+    ckptconform budget --impl ckptstore [...]   (request budgets: ckptconform.budget_command)
 
 It runs pytest in this process with the plugin's options, writes ``conformance.json`` and
 ``conformance.md`` into the report directory (default ``./conformance-report``) and prints the
@@ -24,7 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ckptconform",
         description="Run the checkpoint storage conformance suite against an implementation. "
-        "Arguments not listed here go to pytest (e.g. -x, -k EXPR, -n 2).",
+        "Arguments not listed here go to pytest (e.g. -x, -k EXPR, -n 2). "
+        "'ckptconform budget --help' describes the request-budget gate.",
     )
     parser.add_argument(
         "--impl",
@@ -74,8 +76,13 @@ def matrix_text(markdown: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns pytest's exit code."""
-    options, pytest_args = _parser().parse_known_args(argv)
+    """Entry point of the console script; returns pytest's exit code (or a subcommand's)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "budget":
+        from ckptconform.budget_command import main as budget_main
+
+        return budget_main(args[1:])
+    options, pytest_args = _parser().parse_known_args(args)
     if options.list_targets:
         return _list_targets()
     if not options.impl:

@@ -9,8 +9,9 @@ bucket is the first path segment). Tests count inside a block::
         stream.close_and_get_handle()
     assert rec.count(operation="PutObject") == 1, rec.summary()
 
-The ledger also injects faults (S3-style XML errors, dropped connections) and emulates
-per-operation rate limits. Requests sent by the suite's own raw file system carry the
+The ledger also injects faults (S3-style XML errors, dropped connections, before or after the
+server carried the request out, at a rate) and throttles like S3, with a token bucket per key
+prefix answering S3's own 503 SlowDown. Requests sent by the suite's own raw file system carry the
 ``RAW_USER_AGENT`` marker: they are recorded (``Recording.all_requests``) but left out of
 ``Recording.requests`` and counts, and faults never hit them, so inspecting or cleaning the
 backend cannot disturb a measurement. The middleware speaks plain WSGI and needs only the
@@ -21,25 +22,30 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import random
 import re
 import socket
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs
 
 __all__ = [
     "OPERATIONS",
     "RAW_USER_AGENT",
+    "SLOW_DOWN_CODE",
+    "SLOW_DOWN_MESSAGE",
     "Fault",
     "Recording",
     "Request",
     "RequestLedger",
+    "Throttle",
     "access_key_of",
     "classify",
+    "request_prefix",
 ]
 
 #: Marker in the User-Agent of the suite's own raw file system (see ``backends.base``).
@@ -94,6 +100,11 @@ class Request:
     fault: str | None = None
     #: the access key id the request was signed with (never the secret), when it was signed
     access_key: str | None = None
+    #: the HTTP status answered (None: no answer, e.g. a dropped connection)
+    status: int | None = None
+    #: bytes of the request body and of the answer's body (Content-Length)
+    bytes_in: int = 0
+    bytes_out: int = 0
 
     def __str__(self) -> str:
         where = "/" + "/".join(p for p in (self.bucket, self.key) if p is not None)
@@ -241,6 +252,58 @@ class Recording:
     def __len__(self) -> int:
         return len(self.requests)
 
+    # ------------------------------------------------------------------ load figures
+
+    def bytes_moved(self) -> tuple[int, int]:
+        """Bytes sent to the server (request bodies) and received from it (answer bodies)."""
+        requests = self.requests
+        return sum(r.bytes_in for r in requests), sum(r.bytes_out for r in requests)
+
+    def faulted(self) -> list[Request]:
+        """Requests that got no answer or an error answer (5xx, throttling, injected faults)."""
+        return [r for r in self.requests if r.fault or r.status is None or r.status >= 500]
+
+    def retries(self) -> list[Request]:
+        """Requests that repeat an earlier failed request (same method, bucket, key, operation)."""
+        failed: Counter[tuple[str, str | None, str | None, str]] = Counter()
+        repeated = []
+        for request in self.requests:
+            signature = (request.method, request.bucket, request.key, request.operation)
+            if failed[signature] > 0:
+                repeated.append(request)
+                failed[signature] -= 1
+            if request.fault or request.status is None or request.status >= 500:
+                failed[signature] += 1
+        return repeated
+
+    def retried(self) -> int:
+        """How many requests repeat an earlier failed one (``retries``)."""
+        return len(self.retries())
+
+    def per_second(
+        self, by: Callable[[Request], str] | None = None, start: float | None = None
+    ) -> dict[str, Counter[int]]:
+        """Requests per whole second since ``start`` (default: the first request), per group.
+
+        ``by`` groups requests (default: their operation); the counters map a second's offset
+        to the number of requests that arrived in it.
+        """
+        requests = self.requests
+        if not requests:
+            return {}
+        origin = min(r.time for r in requests) if start is None else start
+        key = by or (lambda request: request.operation)
+        series: dict[str, Counter[int]] = {}
+        for request in requests:
+            series.setdefault(key(request), Counter())[int(request.time - origin)] += 1
+        return series
+
+    def peak_per_second(self, by: Callable[[Request], str] | None = None) -> dict[str, int]:
+        """The busiest second's request count per group (default: per operation)."""
+        return {
+            group: max(counts.values()) for group, counts in self.per_second(by).items() if counts
+        }
+
 
 def _operation_set(operation: str | Iterable[str] | None) -> frozenset[str] | None:
     if operation is None:
@@ -256,7 +319,13 @@ def _operation_set(operation: str | Iterable[str] | None) -> frozenset[str] | No
 
 @dataclass
 class Fault:
-    """An injected fault: which requests it hits, what it answers, how often."""
+    """An injected fault: which requests it hits, what it answers, how often.
+
+    ``rate`` is the chance that a matching request is hit (1.0: every one, until ``times`` hits).
+    ``after_commit`` lets the server carry the request out first and loses its answer afterwards
+    (a dropped connection, or an error answer for a write that did happen): the client cannot
+    tell whether its request took effect.
+    """
 
     operation: frozenset[str] | None
     method: str | None
@@ -266,6 +335,8 @@ class Fault:
     message: str
     times: int | None
     drop_connection: bool = False
+    after_commit: bool = False
+    rate: float = 1.0
     hits: int = 0
 
     def matches(self, request: Request) -> bool:
@@ -279,25 +350,71 @@ class Fault:
     def exhausted(self) -> bool:
         return self.times is not None and self.hits >= self.times
 
+    @property
+    def label(self) -> str:
+        what = "dropped connection" if self.drop_connection else f"{self.status} {self.code}"
+        return f"{what} after commit" if self.after_commit else what
+
+
+#: S3's own answer when a prefix is throttled (status 503).
+SLOW_DOWN_CODE = "SlowDown"
+SLOW_DOWN_MESSAGE = "Please reduce your request rate."
+
 
 @dataclass
-class _RateLimit:
+class Throttle:
+    """A token bucket per key prefix, as S3 throttles: ``per_second`` tokens refill each second.
+
+    ``prefix_depth`` chooses the prefix a request counts against: ``None`` its key's directory
+    (everything up to the last ``/``), ``0`` the whole bucket, ``n`` the first ``n`` segments.
+    A request that finds its bucket empty is answered with S3's 503 SlowDown.
+    """
+
     operations: frozenset[str] | None
     per_second: float
-    recent: deque[float] = field(default_factory=deque)
+    burst: float
+    prefix_depth: int | None = None
+    throttled: int = 0
+    _tokens: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
+
+    def prefix_of(self, request: Request) -> str:
+        return request_prefix(request, self.prefix_depth)
+
+    def admit(self, request: Request, now: float) -> bool:
+        """Take a token for ``request``; False when its prefix is out of tokens."""
+        if self.operations is not None and request.operation not in self.operations:
+            return True
+        prefix = self.prefix_of(request)
+        tokens, updated = self._tokens.get(prefix, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - updated) * self.per_second)
+        if tokens >= 1.0:
+            self._tokens[prefix] = (tokens - 1.0, now)
+            return True
+        self._tokens[prefix] = (tokens, now)
+        self.throttled += 1
+        return False
+
+
+def request_prefix(request: Request, depth: int | None = None) -> str:
+    """A request's key prefix: its directory (``None``), the bucket (0) or ``depth`` segments."""
+    bucket = request.bucket or ""
+    parts = (request.key or "").split("/")
+    kept = parts[:-1] if depth is None or depth >= len(parts) else parts[: max(0, depth)]
+    return "/".join([bucket, *kept]) + "/"
 
 
 class RequestLedger:
     """Records, classifies and optionally sabotages every request to the wrapped WSGI app."""
 
-    def __init__(self, app: WSGIApp | None = None) -> None:
+    def __init__(self, app: WSGIApp | None = None, seed: int | None = None) -> None:
         self.app = app
         self._lock = threading.Lock()
         self._log: list[Request] = []
         self._recordings: list[Recording] = []
         self._faults: list[Fault] = []
-        self._limits: list[_RateLimit] = []
+        self._throttles: list[Throttle] = []
         self._ids = itertools.count(1)
+        self._random = random.Random(seed)
 
     # ------------------------------------------------------------------ recording
 
@@ -326,50 +443,80 @@ class RequestLedger:
 
     # ------------------------------------------------------------------ faults
 
+    def seed(self, seed: int) -> None:
+        """Make the choice of requests hit by faults at a ``rate`` repeatable."""
+        with self._lock:
+            self._random.seed(seed)
+
     def inject(
         self,
         operation: str | Iterable[str] | None = None,
         method: str | None = None,
         status: int = 503,
-        code: str = "SlowDown",
+        code: str = SLOW_DOWN_CODE,
         times: int | None = 1,
         *,
         key_contains: str | None = None,
         message: str | None = None,
         drop_connection: bool = False,
+        after_commit: bool = False,
+        rate: float = 1.0,
     ) -> Fault:
         """Answer the next ``times`` matching requests with an error (``None``: until cleared).
 
         The answer is an S3-style XML error with ``status`` and ``code``, or, with
-        ``drop_connection``, a closed connection and no answer at all. Raw requests of the suite
-        are never hit. Note that S3 clients retry 5xx answers on their own.
+        ``drop_connection``, a closed connection and no answer at all; ``after_commit`` lets the
+        server carry the request out first. ``rate`` hits only that share of the matching
+        requests, at random (``seed``). Raw requests of the suite are never hit. Note that S3
+        clients retry 5xx answers on their own.
         """
+        if not 0.0 < rate <= 1.0:
+            raise ValueError(f"rate must be in (0, 1], got {rate!r}")
+        default_message = (
+            SLOW_DOWN_MESSAGE if code == SLOW_DOWN_CODE else f"injected by ckptconform: {code}"
+        )
         fault = Fault(
             operation=_operation_set(operation),
             method=method.upper() if method else None,
             key_contains=key_contains,
             status=status,
             code=code,
-            message=message or f"injected by ckptconform: {code}",
+            message=message or default_message,
             times=times,
             drop_connection=drop_connection,
+            after_commit=after_commit,
+            rate=rate,
         )
         with self._lock:
             self._faults.append(fault)
         return fault
 
-    def rate_limit(self, per_second: float, operation: str | Iterable[str] | None = None) -> None:
-        """Answer 503 SlowDown to matching requests beyond ``per_second`` in any one second."""
+    def throttle(
+        self,
+        per_second: float,
+        operation: str | Iterable[str] | None = None,
+        *,
+        prefix_depth: int | None = None,
+        burst: float | None = None,
+    ) -> Throttle:
+        """Throttle matching requests per key prefix like S3 (503 SlowDown beyond the rate)."""
         if per_second <= 0:
             raise ValueError("per_second must be positive")
+        throttle = Throttle(
+            _operation_set(operation),
+            float(per_second),
+            float(burst if burst is not None else per_second),
+            prefix_depth,
+        )
         with self._lock:
-            self._limits.append(_RateLimit(_operation_set(operation), per_second))
+            self._throttles.append(throttle)
+        return throttle
 
     def clear_faults(self) -> None:
-        """Remove every injected fault and rate limit."""
+        """Remove every injected fault and throttle."""
         with self._lock:
             self._faults.clear()
-            self._limits.clear()
+            self._throttles.clear()
 
     # ------------------------------------------------------------------ WSGI
 
@@ -387,56 +534,102 @@ class RequestLedger:
         method = environ.get("REQUEST_METHOD", "GET")
         query = environ.get("QUERY_STRING", "")
         headers = {"x-amz-copy-source": ""} if "HTTP_X_AMZ_COPY_SOURCE" in environ else {}
-        # WSGI hands the path as latin-1 decoded bytes; S3 keys are UTF-8.
-        decoded = unquote(path.encode("latin-1").decode("utf-8", "replace"))
+        # PATH_INFO is already percent-decoded (PEP 3333), as latin-1 characters of the bytes;
+        # S3 keys are UTF-8. Decoding once more would turn a key's literal "%2f" into "/".
+        decoded = path.encode("latin-1").decode("utf-8", "replace")
         bucket, key, operation = classify(method, decoded, query, headers)
-        raw = RAW_USER_AGENT in environ.get("HTTP_USER_AGENT", "")
-        client = f"{environ.get('REMOTE_ADDR', '')}:{environ.get('REMOTE_PORT', '')}"
         request = Request(
-            time.time(), method, bucket, key, query, operation, client, raw,
+            time.time(), method, bucket, key, query, operation,
+            client=f"{environ.get('REMOTE_ADDR', '')}:{environ.get('REMOTE_PORT', '')}",
+            raw=RAW_USER_AGENT in environ.get("HTTP_USER_AGENT", ""),
             access_key=access_key_of(environ.get("HTTP_AUTHORIZATION", ""), query),
+            bytes_in=_content_length(environ),
         )  # fmt: skip
         with self._lock:
-            fault = None if raw else self._take_fault(request)
-            if fault is not None:
-                request = _with_fault(request, fault)
-            self._log.append(request)
-            for recording in self._recordings:
-                recording.all_requests.append(request)
+            fault = None if request.raw else self._take_fault(request)
         if fault is None:
-            return self.app(environ, start_response)
-        _drain(environ)
+            return self._serve(request, environ, start_response)
+        if fault.after_commit:
+            self._carry_out(environ)
+        else:
+            _drain(environ)
         if fault.drop_connection:
+            self._log_request(replace(request, fault=fault.label))
             sock = environ.get("werkzeug.socket")
             if sock is not None:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
             raise ConnectionAbortedError("connection dropped by an injected fault")
+        request = replace(request, fault=fault.label, status=fault.status)
+        self._log_request(request)
         return _error_response(start_response, fault, request, next(self._ids))
+
+    def _serve(
+        self, request: Request, environ: dict[str, Any], start_response: StartResponse
+    ) -> Iterable[bytes]:
+        answer: dict[str, Any] = {}
+
+        def capture(status: str, response_headers: list[tuple[str, str]], *exc: Any) -> Any:
+            answer["status"] = status
+            answer["headers"] = response_headers
+            return start_response(status, response_headers, *exc)
+
+        try:
+            body = self.app(environ, capture)  # type: ignore[misc]
+        except BaseException:
+            self._log_request(request)
+            raise
+        self._log_request(_answered(request, answer))
+        return body
+
+    def _carry_out(self, environ: dict[str, Any]) -> None:
+        """Let the server execute the request and throw its answer away."""
+        assert self.app is not None
+        body = self.app(environ, lambda *args, **kwargs: (lambda data: None))
+        try:
+            for _ in body:
+                pass
+        finally:
+            close = getattr(body, "close", None)
+            if callable(close):
+                close()
+
+    def _log_request(self, request: Request) -> None:
+        with self._lock:
+            self._log.append(request)
+            for recording in self._recordings:
+                recording.all_requests.append(request)
 
     def _take_fault(self, request: Request) -> Fault | None:
         for fault in self._faults:
-            if not fault.exhausted and fault.matches(request):
-                fault.hits += 1
-                return fault
-        now = time.monotonic()
-        for limit in self._limits:
-            if limit.operations is not None and request.operation not in limit.operations:
+            if fault.exhausted or not fault.matches(request):
                 continue
-            while limit.recent and now - limit.recent[0] >= 1.0:
-                limit.recent.popleft()
-            if len(limit.recent) >= limit.per_second:
-                return Fault(None, None, None, 503, "SlowDown", "rate limit (ckptconform)", None)
-            limit.recent.append(now)
+            if fault.rate < 1.0 and self._random.random() >= fault.rate:
+                continue
+            fault.hits += 1
+            return fault
+        now = time.monotonic()
+        for throttle in self._throttles:
+            if not throttle.admit(request, now):
+                return Fault(None, None, None, 503, SLOW_DOWN_CODE, SLOW_DOWN_MESSAGE, None)
         return None
 
 
-def _with_fault(request: Request, fault: Fault) -> Request:
-    label = "dropped connection" if fault.drop_connection else f"{fault.status} {fault.code}"
-    return Request(
-        request.time, request.method, request.bucket, request.key, request.query,
-        request.operation, request.client, request.raw, request.pid, label, request.access_key,
-    )  # fmt: skip
+def _content_length(environ: dict[str, Any]) -> int:
+    try:
+        return max(0, int(environ.get("CONTENT_LENGTH") or 0))
+    except ValueError:
+        return 0
+
+
+def _answered(request: Request, answer: dict[str, Any]) -> Request:
+    status_line = str(answer.get("status") or "")
+    status = int(status_line.split(" ", 1)[0]) if status_line[:3].isdigit() else None
+    size = 0
+    for name, value in answer.get("headers") or ():
+        if name.lower() == "content-length" and str(value).isdigit():
+            size = int(value)
+    return replace(request, status=status, bytes_out=0 if request.method == "HEAD" else size)
 
 
 def _drain(environ: dict[str, Any]) -> None:

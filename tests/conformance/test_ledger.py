@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,15 @@ import pytest
 
 from ckptconform.backends import BackendSettings
 from ckptconform.backends.moto import MotoBackend
-from ckptconform.ledger import OPERATIONS, RequestLedger, access_key_of, classify
+from ckptconform.ledger import (
+    OPERATIONS,
+    Recording,
+    Request,
+    RequestLedger,
+    access_key_of,
+    classify,
+    request_prefix,
+)
 
 s3fs = pytest.importorskip("s3fs", reason="s3fs is needed for the moto ledger tests")
 
@@ -197,16 +206,89 @@ def test_dropped_connection(moto, ledger):
     assert [r.fault for r in gets] == ["dropped connection", None], rec.summary()
 
 
-def test_rate_limit(moto, ledger):
-    fs = _client(moto)
-    ledger.rate_limit(3, operation="PutObject")
+def test_throttle_answers_slowdown_per_prefix(moto, ledger):
+    fs = s3fs.S3FileSystem(
+        skip_instance_cache=True,
+        config_kwargs={"retries": {"max_attempts": 1}},
+        **moto.storage_options,
+    )
+    fs.retries = 1
+    throttle = ledger.throttle(2, operation="PutObject", burst=2)
     with ledger.record() as rec:
-        for i in range(6):
-            fs.pipe(f"ledger-tests/r/{i}", b"r")
+        for prefix in ("a", "b"):  # each prefix has its own bucket of two tokens
+            for i in range(2):
+                fs.pipe(f"ledger-tests/t/{prefix}/{i}", b"r")
+    assert [r.fault for r in rec.requests] == [None] * 4, rec.summary()
+
+    def flood() -> None:
+        for i in range(2, 40):
+            fs.pipe(f"ledger-tests/t/a/{i}", b"r")
+
+    with ledger.record() as rec, pytest.raises(OSError, match=r"SlowDown|reduce your request"):
+        flood()
     throttled = [r for r in rec.requests if r.fault]
     assert throttled, rec.summary()
-    assert all(r.fault == "503 SlowDown" for r in throttled)
-    assert rec.count(operation="PutObject") == 6 + len(throttled)
+    assert {r.fault for r in throttled} == {"503 SlowDown"}
+    assert {r.status for r in throttled} == {503}
+    assert throttle.throttled == len(throttled)
+
+
+def test_slowdown_body_is_s3s_own(moto, ledger):
+    ledger.inject("GetObject", times=1)
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(f"{moto.endpoint}/{moto.bucket}/no-such-key", timeout=10)
+    body = caught.value.read().decode()
+    assert caught.value.code == 503
+    assert "<Code>SlowDown</Code>" in body
+    assert "<Message>Please reduce your request rate.</Message>" in body
+
+
+def test_fault_at_a_rate_is_repeatable(moto, ledger):
+    fs = _client(moto)
+    fs.retries = 1
+    hits = []
+    for _ in range(2):
+        ledger.seed(7)
+        fault = ledger.inject("PutObject", times=None, rate=0.3, status=500, code="InternalError")
+        with ledger.record() as rec:
+            for i in range(30):
+                fs.pipe(f"ledger-tests/rate/{i}", b"x")
+        ledger.clear_faults()
+        hits.append([r.key for r in rec.requests if r.fault])
+        assert 0 < fault.hits < 30, rec.summary()
+    assert hits[0] == hits[1]
+
+
+def test_dropped_answer_after_commit_leaves_the_write_done(moto, ledger):
+    fs = _client(moto)
+    ledger.inject("PutObject", drop_connection=True, after_commit=True, times=1)
+    with ledger.record() as rec:
+        fs.pipe("ledger-tests/commit/a", b"written once")
+    puts = rec.filter(operation="PutObject")
+    assert [r.fault for r in puts] == ["dropped connection after commit", None], rec.summary()
+    assert moto.raw.cat_file("ledger-tests/commit/a") == b"written once"
+
+
+def test_requests_record_status_and_bytes(moto, ledger):
+    fs = _client(moto)
+    with ledger.record() as rec:
+        fs.pipe("ledger-tests/bytes/a", b"x" * 1000)
+        assert fs.cat_file("ledger-tests/bytes/a", start=0, end=1000) == b"x" * 1000
+    (put,) = rec.filter(operation="PutObject")
+    (get,) = rec.filter(operation="GetObject")
+    assert (put.status, put.bytes_in) == (200, 1000)
+    assert (get.status, get.bytes_out) in {(200, 1000), (206, 1000)}
+
+
+def test_keys_are_decoded_once(moto, ledger):
+    fs = _client(moto)
+    with ledger.record() as rec:
+        fs.pipe("ledger-tests/pct/literal%2fslash", b"p")
+    (put,) = rec.filter(operation="PutObject")
+    assert (put.bucket, put.key) == ("ledger-tests", "pct/literal%2fslash"), rec.summary()
+    assert rec.count(key_contains="%2f") == 1
 
 
 def test_unknown_operation_is_rejected(ledger):
@@ -259,3 +341,31 @@ def test_requests_record_the_access_key_never_the_secret(moto, ledger):
     (request,) = rec.filter(operation="PutObject")
     assert request.access_key == "AKIDRECORDED"
     assert "never-recorded" not in repr(request)
+
+
+def _request(t, op, key="k/a", fault=None, status=200, bucket="b", size=0):
+    method = {"PutObject": "PUT", "GetObject": "GET", "HeadObject": "HEAD"}[op]
+    return Request(
+        t, method, bucket, key, "", op, fault=fault, status=status, bytes_in=size, bytes_out=0
+    )
+
+
+def test_recording_figures_peaks_retries_and_bytes():
+    rec = Recording(
+        all_requests=[
+            _request(100.0, "PutObject", "p/1", size=10),
+            _request(100.2, "PutObject", "p/2", fault="503 SlowDown", status=503),
+            _request(100.5, "PutObject", "p/2", size=5),
+            _request(101.1, "GetObject", "q/1"),
+            _request(101.2, "HeadObject", "q/1"),
+            _request(101.3, "PutObject", "q/3", fault="dropped connection", status=None),
+            _request(102.9, "PutObject", "q/4", size=7),
+        ]
+    )
+    assert rec.bytes_moved() == (22, 0)
+    assert len(rec.faulted()) == 2
+    assert rec.retried() == 1
+    assert rec.per_second()["PutObject"] == Counter({0: 3, 1: 1, 2: 1})
+    assert rec.peak_per_second() == {"PutObject": 3, "GetObject": 1, "HeadObject": 1}
+    by_prefix = rec.peak_per_second(by=lambda r: request_prefix(r))
+    assert by_prefix == {"b/p/": 3, "b/q/": 3}

@@ -11,6 +11,7 @@ from ckptconform.backends.memory import MemoryBackend
 from ckptconform.backends.minio import MinioBackend
 from ckptconform.backends.moto import MotoBackend
 from ckptconform.backends.s3 import S3EndpointBackend
+from ckptconform.backends.s3rver import S3rverBackend
 
 __all__ = [
     "BACKENDS",
@@ -24,7 +25,14 @@ __all__ = [
 
 BACKENDS: dict[str, type[Backend]] = {
     cls.name: cls
-    for cls in (LocalBackend, MemoryBackend, MotoBackend, MinioBackend, S3EndpointBackend)
+    for cls in (
+        LocalBackend,
+        MemoryBackend,
+        MotoBackend,
+        MinioBackend,
+        S3rverBackend,
+        S3EndpointBackend,
+    )
 }
 DEFAULT_BACKENDS = ("local", "memory", "moto")
 

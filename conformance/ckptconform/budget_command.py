@@ -1,0 +1,290 @@
+"""``ckptconform budget``: run the request-budget workload and gate it against budgets.
+
+    ckptconform budget --impl ckptstore [--backend moto|s3] [--tasks 64 --streams 4
+        --checkpoints 5] [--runner auto|spark|threads] [--budgets FILE] [--baseline FILE]
+        [--write-baseline FILE] [--fault OP:RATE:KIND[:KEY]] [--throttle OPS:PER_SECOND]
+        [--out DIR]
+
+It prints a progress bar while the workload runs, then one table row per phase (requests by
+operation, the busiest second per key prefix, bytes moved, failed and retried requests), and
+writes ``budget.json`` and ``budget.png`` (requests per second by operation over time, with the
+per-prefix limits drawn) into ``--out``. The exit code is 0 when every phase completed and no
+budget or baseline was exceeded, 1 otherwise (each violation printed with the limit, the figure
+and the excess), 4 for a usage error.
+
+Fault kinds: ``503`` (SlowDown), ``500`` (InternalError), ``drop`` (connection dropped before
+the server acts), ``drop-after-commit`` and ``500-after-commit`` (the server acts, the answer
+is lost or an error). Throttles answer S3's 503 SlowDown per key prefix beyond the rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FAULT_KINDS", "main", "parse_fault", "parse_throttle"]
+
+FAULT_KINDS: dict[str, dict[str, Any]] = {
+    "503": {"status": 503, "code": "SlowDown"},
+    "500": {"status": 500, "code": "InternalError"},
+    "drop": {"drop_connection": True},
+    "drop-after-commit": {"drop_connection": True, "after_commit": True},
+    "500-after-commit": {"status": 500, "code": "InternalError", "after_commit": True},
+}
+
+
+class UsageError(Exception):
+    """A bad argument; exit code 4."""
+
+
+def parse_fault(spec: str) -> dict[str, Any]:
+    """``OP[,OP]:RATE:KIND[:KEY]`` into ``RequestLedger.inject`` keyword arguments."""
+    parts = spec.split(":")
+    if len(parts) not in (3, 4):
+        raise UsageError(f"--fault wants OP:RATE:KIND[:KEY_CONTAINS], got {spec!r}")
+    operations = [op for op in parts[0].split(",") if op]
+    try:
+        rate = float(parts[1])
+    except ValueError:
+        raise UsageError(f"--fault {spec!r}: rate {parts[1]!r} is not a number") from None
+    if not 0.0 < rate <= 1.0:
+        raise UsageError(f"--fault {spec!r}: rate must be in (0, 1], got {rate:g}")
+    if parts[2] not in FAULT_KINDS:
+        raise UsageError(f"--fault {spec!r}: kind must be one of {', '.join(FAULT_KINDS)}")
+    return {
+        "operation": operations or None,
+        "rate": rate,
+        "times": None,
+        "key_contains": parts[3] if len(parts) == 4 and parts[3] else None,
+        **FAULT_KINDS[parts[2]],
+    }
+
+
+def parse_throttle(spec: str) -> dict[str, Any]:
+    """``OP[,OP]:PER_SECOND[:PREFIX_DEPTH]`` into ``RequestLedger.throttle`` arguments."""
+    parts = spec.split(":")
+    if len(parts) not in (2, 3):
+        raise UsageError(f"--throttle wants OP[,OP]:PER_SECOND[:PREFIX_DEPTH], got {spec!r}")
+    try:
+        per_second = float(parts[1])
+        depth = int(parts[2]) if len(parts) == 3 and parts[2] else None
+    except ValueError:
+        raise UsageError(f"--throttle {spec!r}: numbers expected") from None
+    operations = [op for op in parts[0].split(",") if op]
+    return {"per_second": per_second, "operation": operations or None, "prefix_depth": depth}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ckptconform budget",
+        description="Run a checkpoint workload against a target on an S3 server with a request "
+        "ledger, report its requests phase by phase and gate them against budgets.",
+    )
+    parser.add_argument("--impl", help="target (as for the suite), e.g. ckptstore")
+    parser.add_argument(
+        "--backend",
+        default="moto",
+        choices=["moto", "s3rver", "minio", "s3"],
+        help="an S3 server with a request ledger: moto (default), s3rver (npm), minio "
+        "(Docker) or s3 (--s3-endpoint, through the counting proxy)",
+    )
+    parser.add_argument("--s3-endpoint", help="endpoint of the 's3' backend (any S3 server)")
+    parser.add_argument("--s3-bucket", default="ckptconform", help="bucket (default ckptconform)")
+    parser.add_argument("--tasks", type=int, default=64, help="subtasks per checkpoint (64)")
+    parser.add_argument("--streams", type=int, default=4, help="streams per subtask (4)")
+    parser.add_argument("--checkpoints", type=int, default=5, help="checkpoints in a row (5)")
+    parser.add_argument("--threads", type=int, default=4, help="writing threads per task (4)")
+    parser.add_argument(
+        "--inline-threshold",
+        type=int,
+        default=1024,
+        help="inline threshold for targets with inline-state; state sizes spread around it",
+    )
+    parser.add_argument("--retained", type=int, default=1, help="checkpoints kept (1)")
+    parser.add_argument("--no-restore", action="store_true", help="skip the restore")
+    parser.add_argument("--no-savepoint", action="store_true", help="skip the savepoint")
+    parser.add_argument(
+        "--runner",
+        choices=["auto", "spark", "threads"],
+        default="auto",
+        help="where tasks run: Spark executors, threads of this process, or Spark when it can "
+        "start here (auto, the default)",
+    )
+    parser.add_argument("--spark-master", default=None, help="Spark master (as for the suite)")
+    parser.add_argument("--parallelism", type=int, default=8, help="threads of the threads runner")
+    parser.add_argument("--budgets", help="TOML budget file (default: the built-in budgets)")
+    parser.add_argument("--baseline", help="an earlier budget.json: fail when a count grows")
+    parser.add_argument("--write-baseline", help="also write this run's figures to this file")
+    parser.add_argument("--fault", action="append", default=[], help="OP[,OP]:RATE:KIND[:KEY]")
+    parser.add_argument("--throttle", action="append", default=[], help="OP[,OP]:PER_SECOND")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the faults at a rate (0)")
+    parser.add_argument("--out", default="budget-report", help="output directory")
+    parser.add_argument("--no-plot", action="store_true", help="write no budget.png")
+    parser.add_argument(
+        "--print-default-budgets", action="store_true", help="print the default budgets, exit"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = _parser().parse_args(argv)
+    from ckptconform.budgets import DEFAULT_BUDGETS, BudgetError
+
+    if options.print_default_budgets:
+        print(DEFAULT_BUDGETS, end="")
+        return 0
+    try:
+        return _run(options)
+    except (UsageError, BudgetError) as exc:
+        print(f"ckptconform budget: error: {exc}", file=sys.stderr)
+        return 4
+
+
+def _run(options: argparse.Namespace) -> int:
+    from ckptconform.backends import BackendPool, BackendSettings
+    from ckptconform.budget import BudgetRun, Shape
+    from ckptconform.budget_output import Progress, render_table, write_plot
+    from ckptconform.budgets import evaluate, load_budgets, regressions
+    from ckptconform.target import TargetError, load_target
+
+    if not options.impl:
+        raise UsageError("--impl is required")
+    for name in ("tasks", "streams", "checkpoints", "threads", "parallelism"):
+        if getattr(options, name) < 1:
+            raise UsageError(f"--{name} must be at least 1")
+    budgets = load_budgets(options.budgets)
+    baseline = _read_baseline(options.baseline) if options.baseline else None
+    faults = [parse_fault(spec) for spec in options.fault]
+    throttles = [parse_throttle(spec) for spec in options.throttle]
+    try:
+        target = load_target(options.impl)
+    except TargetError as exc:
+        raise UsageError(str(exc)) from None
+
+    settings = BackendSettings(s3_endpoint=options.s3_endpoint, s3_bucket=options.s3_bucket)
+    pool = BackendPool([options.backend], settings)
+    runner, runner_name, spark = _runner(options)
+    try:
+        backend = pool.get_started(options.backend)
+        if backend.ledger is None:
+            raise UsageError(f"backend {options.backend} has no request ledger here")
+        ledger = backend.ledger
+        ledger.seed(options.seed)
+        for fault in faults:
+            ledger.inject(**fault)
+        for throttle in throttles:
+            ledger.throttle(**throttle)
+        root = backend.new_root()
+        inline = "inline-state" in target.capabilities
+        storage_options: dict[str, Any] = {"storage_options": dict(backend.storage_options)}
+        if inline:
+            storage_options["inline_threshold"] = options.inline_threshold
+
+        def make_storage() -> Any:
+            return target.make_storage(
+                checkpoint_dir=f"{root}/checkpoints",
+                savepoint_dir=f"{root}/savepoints",
+                options=storage_options,
+            )
+
+        shape = Shape(
+            tasks=options.tasks,
+            streams=options.streams,
+            checkpoints=options.checkpoints,
+            threads=options.threads,
+            inline_threshold=options.inline_threshold if inline else None,
+            retained=max(1, options.retained),
+            restore=not options.no_restore,
+            savepoint=not options.no_savepoint and "savepoints" in target.capabilities,
+        )
+        with Progress(shape.phase_count()) as progress:
+            run = BudgetRun(
+                make_storage,
+                ledger,
+                runner,
+                shape,
+                savepoint_dir=f"{root}/savepoint-target",
+                task_owned="task-owned-state" in target.capabilities,
+                on_phase=progress.advance,
+            )
+            run.run()
+        phases = run.figures()
+        violations = evaluate(phases, budgets)
+        if baseline is not None:
+            violations += regressions(phases, baseline, f"baseline {options.baseline}")
+        document = {
+            "format": "ckptconform-budget/1",
+            "target": {"name": target.name, "spec": target.spec, "version": target.version},
+            "backend": backend.describe(),
+            "runner": runner_name,
+            "spark": spark.info() if spark is not None and spark.started else None,
+            "shape": vars(shape),
+            "faults": options.fault,
+            "throttles": options.throttle,
+            "budgets": budgets,
+            "baseline": options.baseline,
+            "totals": run.totals(),
+            "phases": phases,
+            "violations": [
+                {**vars_of(v), "excess": v.excess, "text": v.describe()} for v in violations
+            ],
+            "passed": run.completed and not violations,
+        }
+        out = Path(options.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "budget.json").write_text(json.dumps(document, indent=2) + "\n")
+        if options.write_baseline:
+            Path(options.write_baseline).write_text(json.dumps(document, indent=2) + "\n")
+        plot = None if options.no_plot else write_plot(document, out / "budget.png")
+        print(render_table(document))
+        print(f"\nbudget.json: {out / 'budget.json'}" + (f"; plot: {plot}" if plot else ""))
+        if not run.completed:
+            print("FAILED: not every phase completed (see 'problem' in the table above)")
+        for violation in violations:
+            print(f"EXCEEDED {violation.describe()}")
+        return 0 if document["passed"] else 1
+    finally:
+        if spark is not None:
+            spark.stop()
+        pool.stop_all()
+
+
+def vars_of(violation: Any) -> dict[str, Any]:
+    return {
+        "phase": violation.phase,
+        "metric": violation.metric,
+        "limit": violation.limit,
+        "actual": violation.actual,
+        "source": violation.source,
+    }
+
+
+def _read_baseline(path: str) -> dict[str, Any]:
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the baseline {path}: {exc}") from exc
+    if not isinstance(document, dict) or "phases" not in document:
+        raise UsageError(f"{path} is not a budget.json (no 'phases')")
+    return document
+
+
+def _runner(options: argparse.Namespace) -> tuple[Any, str, Any]:
+    from ckptconform.spark import DEFAULT_MASTER, SparkLeg
+    from ckptconform.workload import ThreadRunner
+
+    threads = ThreadRunner(options.parallelism)
+    if options.runner == "threads":
+        return threads, f"threads ({options.parallelism})", None
+    spark = SparkLeg(options.spark_master or DEFAULT_MASTER)
+    reason = spark.availability()
+    if reason is None:
+        return spark, f"spark ({spark.master})", spark
+    if options.runner == "spark":
+        raise UsageError(f"--runner=spark: {reason}")
+    print(f"ckptconform budget: Spark is not available ({reason}); tasks run as threads")
+    return threads, f"threads ({options.parallelism}; Spark: {reason})", None

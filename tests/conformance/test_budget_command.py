@@ -1,0 +1,98 @@
+"""``ckptconform budget`` end to end on moto, tasks on threads (the Spark runner is the same
+workload on executors): the reference within the default budgets, a broken storage with a HEAD
+per stream named by the gate, a baseline catching growth, faults with retries shown."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.meta.suite_runner import BROKEN_DIR
+
+pytest.importorskip("moto", reason="the budget gate needs moto (the s3 extra)")
+SMALL = ["--runner=threads", "--tasks=6", "--streams=3", "--checkpoints=2", "--parallelism=4"]
+
+
+def _budget(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    out = tmp_path / "out"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BROKEN_DIR), env.get("PYTHONPATH")) if p)
+    completed = subprocess.run(
+        [sys.executable, "-m", "ckptconform.cli", "budget", f"--out={out}", *args],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600, check=False,
+    )  # fmt: skip
+    report = out / "budget.json"
+    return completed, json.loads(report.read_text()) if report.exists() else {}
+
+
+def test_reference_within_the_default_budgets(tmp_path):
+    run, document = _budget(tmp_path, "--impl=ckptstore", *SMALL, "--write-baseline=base.json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert document["passed"] is True
+    assert (tmp_path / "out" / "budget.png").stat().st_size > 10_000
+    assert (tmp_path / "base.json").exists()
+    workers = [p for p in document["phases"] if p["kind"] == "worker"]
+    assert workers
+    for phase in workers:
+        # nothing but one upload per file-backed stream on the worker path
+        assert phase["operations"] == {"PutObject": phase["file_streams"]}, phase
+    for phase in document["phases"]:
+        if phase["name"].endswith(": metadata"):
+            assert phase["operations"] == {"PutObject": 1}, phase
+    assert "checkpoint 2: tasks" in run.stdout
+    assert "every phase completed: True" in run.stdout
+
+
+def test_a_head_per_stream_exceeds_the_default_budget(tmp_path):
+    run, document = _budget(tmp_path, "--impl=ckptbroken.head_before_stream", *SMALL)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "EXCEEDED checkpoint 1: tasks: HeadObject" in run.stdout
+    assert any(v["metric"] == "HeadObject" for v in document["violations"])
+
+
+def test_a_baseline_fails_a_run_whose_counts_grew(tmp_path):
+    first, _ = _budget(tmp_path, "--impl=ckptstore", *SMALL, "--write-baseline=base.json")
+    assert first.returncode == 0, first.stdout + first.stderr
+    run, document = _budget(
+        tmp_path, "--impl=ckptstore", *SMALL, "--baseline=base.json", "--budgets=none.toml"
+    )
+    assert run.returncode == 4, run.stdout + run.stderr  # a missing budget file: usage error
+    (tmp_path / "loose.toml").write_text("[worker]\nrequests = 100000\n")
+    run, document = _budget(
+        tmp_path, "--impl=ckptbroken.head_before_stream", *SMALL, "--baseline=base.json",
+        "--budgets=loose.toml",
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    grown = [v for v in document["violations"] if v["source"].startswith("baseline")]
+    assert grown, document["violations"]
+    assert "HeadObject" in {v["metric"] for v in grown}
+    assert "baseline 0 (+" in run.stdout
+
+
+def test_faults_are_retried_and_every_checkpoint_completes(tmp_path):
+    run, document = _budget(
+        tmp_path, "--impl=ckptstore", *SMALL, "--seed=3",
+        "--fault=PutObject:0.1:503", "--fault=PutObject:0.1:drop",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert document["totals"]["completed"] is True
+    retried = sum(p["retried"] for p in document["phases"])
+    failed = sum(p["failed"] for p in document["phases"])
+    assert retried > 0
+    assert retried == failed
+
+
+def test_usage_errors_exit_4(tmp_path):
+    run, _ = _budget(tmp_path, "--impl=ckptstore", "--fault=PutObject:2:503", *SMALL)
+    assert run.returncode == 4
+    assert "rate must be in (0, 1]" in run.stderr
+    run, _ = _budget(tmp_path, "--tasks=0", "--impl=ckptstore")
+    assert run.returncode == 4
+    assert "--tasks must be at least 1" in run.stderr
+
