@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
-exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" "$@"
+exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --durations=20 "$@"

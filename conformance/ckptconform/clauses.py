@@ -61,6 +61,8 @@ CAPABILITIES: dict[str, str] = {
     "entropy-injection": "An entropy key in the checkpoint path is replaced by random "
     "characters in data file paths and removed from metadata paths and pointers.",
     "memory-limit": "A maximum state size (JobManagerCheckpointStorage's max_state_size).",
+    "retry-budget": "The storage takes a retry budget as options: retry_attempts (requests "
+    "per operation, >= 1) and retry_seconds (seconds per operation), and gives up within them.",
 }
 
 #: Clause groups in report order, with a one-line description.

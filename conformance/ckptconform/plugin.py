@@ -23,7 +23,9 @@ import importlib.util
 import os
 import platform
 import shlex
+import shutil
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -104,7 +106,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--backend",
         metavar="NAMES",
         default="local,memory,moto",
-        help="comma-separated backends to run on: local, memory, moto, minio, s3 "
+        help="comma-separated backends to run on: local, memory, moto, minio, s3rver, s3, a name "
+        "registered in the entry-point group ckptconform.backends, or MODULE:CLASS "
         "(default: local,memory,moto)",
     )
     group.addoption("--s3-endpoint", metavar="URL", help="endpoint of the 's3' backend")
@@ -193,7 +196,7 @@ def _load_profile(name: str) -> None:
 
 
 def _make_state(config: pytest.Config, impl: str) -> RunState:
-    from ckptconform.backends import BACKENDS, BackendPool, BackendSettings
+    from ckptconform.backends import BackendError, BackendPool, BackendSettings
     from ckptconform.report import OutcomeRecorder
     from ckptconform.spark import DEFAULT_MASTER, SparkLeg, parse_spark_conf
     from ckptconform.target import TargetError, load_target
@@ -203,15 +206,17 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
     except TargetError as exc:
         raise pytest.UsageError(str(exc)) from None
 
-    selected = _split(config.getoption("backend"))
-    if not selected:
+    specs = list(dict.fromkeys(_split(config.getoption("backend"))))
+    if not specs:
         raise pytest.UsageError("--backend names no backend")
-    unknown = [name for name in selected if name not in BACKENDS]
-    if unknown:
-        raise pytest.UsageError(
-            f"--backend: unknown backend(s) {', '.join(unknown)}; known: {', '.join(BACKENDS)}"
-        )
-    selected = list(dict.fromkeys(selected))
+    settings = BackendSettings(
+        s3_endpoint=config.getoption("s3_endpoint"), s3_bucket=config.getoption("s3_bucket")
+    )
+    try:
+        pool = BackendPool(specs, settings)
+    except BackendError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    selected = pool.names
     required = set(_split(config.getoption("require_legs")))
     not_selected = sorted(required - set(selected) - {SPARK_LEG})
     if not_selected:
@@ -224,11 +229,6 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     spark = SparkLeg(config.getoption("spark_master") or DEFAULT_MASTER, spark_conf)
-
-    settings = BackendSettings(
-        s3_endpoint=config.getoption("s3_endpoint"), s3_bucket=config.getoption("s3_bucket")
-    )
-    pool = BackendPool(selected, settings)
     leg_skips: dict[str, str] = {}
     for name in selected:
         backend = pool[name]
@@ -255,6 +255,7 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
     if profile is None:
         profile = default_profile()
         _load_profile(profile)
+    _keep_examples_in_pytest_cache(config)
 
     return RunState(
         target=target,
@@ -269,6 +270,31 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         suite=suite_dir(),
         recorder=OutcomeRecorder(),
     )
+
+
+def _keep_examples_in_pytest_cache(config: pytest.Config) -> None:
+    """Hypothesis's files go under pytest's cache, not ``./.hypothesis``.
+
+    With ``-p no:cacheprovider`` there is no example database and hypothesis's other caches go
+    to a temporary directory removed at the end: a suite run leaves nothing in the directory it
+    ran in. The active profile is kept; only its database changes.
+    """
+    from hypothesis import settings
+    from hypothesis.configuration import set_hypothesis_home_dir
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        home = str(cache.mkdir("ckptconform-hypothesis"))
+        database: Any = DirectoryBasedExampleDatabase(os.path.join(home, "examples"))
+    else:
+        home = tempfile.mkdtemp(prefix="ckptconform-hypothesis-")
+        config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+        database = None
+    # hypothesis also keeps caches (constants of the code under test) in its home directory
+    set_hypothesis_home_dir(home)
+    settings.register_profile("ckptconform-active", settings.default, database=database)
+    settings.load_profile("ckptconform-active")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -373,7 +399,6 @@ def _apply_policy(
     catalog: dict[str, Any],
     problems: list[str],
 ) -> None:
-    from ckptconform.backends import BACKENDS
     from ckptconform.report import PROP_BACKEND, PROP_CLAUSES, PROP_KIND
 
     target = state.target
@@ -403,7 +428,7 @@ def _apply_policy(
                 if backend_name is None:
                     problems.append(f"{item.nodeid}: backend_traits on a test without a backend")
                     continue
-                actual = bool(getattr(BACKENDS[backend_name], _TRAITS[trait]))
+                actual = bool(getattr(state.pool[backend_name], _TRAITS[trait]))
                 if actual != bool(wanted) and reason is None:
                     reason = (
                         f"backend {backend_name} has {trait}={actual}; "
@@ -551,7 +576,8 @@ def repro_command(item: pytest.Item, state: RunState, backend_name: str | None) 
     """A command line that reruns just this test, from any directory."""
     config = item.config
     parts = ["pytest", f"--impl={state.target.spec}"]
-    parts.append(f"--backend={backend_name or ','.join(state.selected)}")
+    legs = [backend_name] if backend_name else state.selected
+    parts.append(f"--backend={','.join(state.pool.specs[name] for name in legs)}")
     if config.getoption("s3_endpoint") and backend_name in (None, "s3"):
         parts.append(f"--s3-endpoint={config.getoption('s3_endpoint')}")
     if config.getoption("s3_bucket") != "ckptconform":

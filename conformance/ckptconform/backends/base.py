@@ -5,6 +5,31 @@ server). It gives the tests a base URL, the ``storage_options`` an implementatio
 it, raw access that bypasses the implementation (an fsspec file system with no caches, so it
 never hides requests or sees stale listings), and, where the suite controls the server, a
 request ledger. Backends start lazily, once per session, and the plugin stops them at the end.
+
+Writing a backend for a store the kit does not ship (``--backend=mymodule:MyBackend``, or a
+name registered in the entry-point group ``ckptconform.backends``): subclass ``Backend`` and
+
+- set ``name`` (the leg's name in reports and ``--require-legs``) and ``scheme`` (the URL
+  scheme targets see; a target whose ``schemes`` lack it skips the leg with that reason);
+- set the traits the clauses read: ``object_store`` (no real directories: the coordinator
+  creates none, LAY-6), ``cross_process`` (other processes see the data: SER-4 and the Spark
+  leg run), ``has_ledger`` (``self.ledger`` is a ``ckptconform.ledger.RequestLedger`` once
+  started: request-counting clauses run), ``accepts_any_credentials`` (tests may sign with
+  made-up keys);
+- implement ``_start`` (set ``self._fs``, the raw fsspec file system the suite inspects with,
+  and anything ``base_url`` needs), ``_stop`` (stop and delete what ``_start`` made) and
+  ``base_url``; override ``storage_options`` when implementations need options to reach the
+  store, ``availability`` to skip with a one-line reason where the store cannot run (a missing
+  package or service), and ``raw_path``/``url_of`` when the raw file system spells paths
+  differently from the URLs.
+
+The shipped legs: ``local`` (``file://`` under a temporary directory; directories; other
+processes see it), ``memory`` (fsspec's shared in-process memory file system, inspected through
+fsspec: an implementation must store into that same file system to pass there; it has real
+directories, and no other process sees it), ``moto`` (moto's S3 server on 127.0.0.1 behind the
+ledger; an object store; any credentials), ``s3rver`` (the npm S3 server, behind the counting
+proxy), ``minio`` (testcontainers, behind the counting proxy) and ``s3`` (any endpoint, behind
+the counting proxy).
 """
 
 from __future__ import annotations
