@@ -63,3 +63,13 @@ def test_tests_line_matches_the_suite():
     for cid, _, tests in _parsed():
         listed = set(re.findall(r"`([^`]+)`", tests))
         assert listed == set(markers.get(cid, [])), f"{cid}: CONFORMANCE.md lists {listed}"
+
+
+def test_no_test_mixes_must_and_should_clauses():
+    """A SHOULD failure is a WARN: a test that also checks a MUST clause would hide it."""
+    by_test: dict[str, set[str]] = {}
+    for cid, tests in clause_tests().items():
+        for test in tests:
+            by_test.setdefault(test, set()).add(CLAUSES[cid].level)
+    mixed = sorted(test for test, levels in by_test.items() if len(levels) > 1)
+    assert mixed == [], f"tests that check MUST and SHOULD clauses at once: {mixed}"

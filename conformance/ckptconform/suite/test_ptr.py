@@ -301,18 +301,29 @@ def test_flink_written_checkpoints_resolve(sandbox, target, tmp_path):
         )
 
 
-@pytest.mark.clause("PTR-11", "PTR-2")
-def test_local_path_spellings(sandbox, target, backend):
-    """PTR-11: on the local file system /abs, file:/abs and file:///abs resolve alike."""
+def _resolves_local_spellings(clause, sandbox, target, backend, spellings) -> None:
     if backend.scheme != "file":
         pytest.skip(f"local path spellings apply to the local file system, not {backend.name}")
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
     completed, _ = drv.checkpoint(4, metadata=b"local spellings")
     path = "/" + sandbox.raw_path(completed.external_pointer).lstrip("/")
-    for pointer in (path, "file:" + path, "file://" + path, path + "/"):
-        clause = "PTR-2" if pointer.endswith("/") else "PTR-11"  # the '/' is PTR-2's
+    for pointer in spellings(path):
         msg = fail_message(clause, "resolve_checkpoint", sandbox, pointer=pointer)
         with tagged(clause, "resolve_checkpoint", sandbox, pointer=pointer):
             loc = drv.fresh_storage().resolve_checkpoint(pointer)
         assert read_handle(loc.metadata_handle) == b"local spellings", msg
+
+
+@pytest.mark.clause("PTR-11")
+def test_local_path_spellings(sandbox, target, backend):
+    """PTR-11: on the local file system /abs, file:/abs and file:///abs resolve alike."""
+    _resolves_local_spellings(
+        "PTR-11", sandbox, target, backend, lambda p: (p, "file:" + p, "file://" + p)
+    )
+
+
+@pytest.mark.clause("PTR-2")
+def test_local_path_with_trailing_slash(sandbox, target, backend):
+    """PTR-2: on the local file system a bare path with a trailing '/' resolves too."""
+    _resolves_local_spellings("PTR-2", sandbox, target, backend, lambda p: (p + "/",))

@@ -33,7 +33,7 @@ def _factory(drv: JobDriver, checkpoint_id: int = 1):
     return drv.worker(checkpoint_id, location.location_reference)
 
 
-@pytest.mark.clause("STR-1", "STR-2")
+@pytest.mark.clause("STR-1")
 @capped(25)
 @given(
     data=st.data(),
@@ -41,7 +41,7 @@ def _factory(drv: JobDriver, checkpoint_id: int = 1):
     scope=st.sampled_from([EXCLUSIVE, SHARED]),
 )
 def test_round_trip_any_chunking(sandbox, target, data, size, scope):
-    """STR-1: bytes written in any chunking read back identically, repeatedly; STR-2: sizes."""
+    """STR-1: bytes written in any chunking read back identically, repeatedly."""
     sizes = data.draw(chunkings(size), label="write sizes")
     threshold = data.draw(st.sampled_from([None, 0, 100, 20480]), label="threshold")
     options = (
@@ -66,9 +66,26 @@ def test_round_trip_any_chunking(sandbox, target, data, size, scope):
     assert read_handle(handle) == blob, msg + "\nthe handle read other bytes"
     assert read_handle(handle) == blob, msg + "\na second read gave other bytes"
     assert handle.state_size in (size, -1), msg + f"\nstate_size {handle.state_size} != {size}"
-    assert handle.state_size == size, fail_message(
-        "STR-2", "state_size", sandbox, size=size, got=handle.state_size
+
+
+@pytest.mark.clause("STR-2")
+@pytest.mark.parametrize("threshold", [None, 0, 100])
+@pytest.mark.parametrize("scope", [EXCLUSIVE, SHARED])
+@pytest.mark.parametrize("size", [1, 100, 101, 70_000])
+def test_state_size_is_exact(sandbox, target, threshold, scope, size):
+    """STR-2: a handle's state_size is the number of bytes written (not -1)."""
+    options = (
+        {}
+        if threshold is None or "inline-state" not in target.capabilities
+        else {"inline_threshold": threshold}
     )
+    drv = JobDriver(sandbox, **options)
+    handle = drv.write(_factory(drv), payload(size, seed=size), scope, [4096])
+    assert handle is not None, fail_message("STR-2", "close_and_get_handle", sandbox, size=size)
+    assert handle.state_size == size, fail_message(
+        "STR-2", "state_size", sandbox, size=size, scope=scope, threshold=threshold,
+        got=handle.state_size,
+    )  # fmt: skip
 
 
 @pytest.mark.clause("STR-3")
