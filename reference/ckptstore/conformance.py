@@ -12,6 +12,13 @@ suite's documented list.
 The suite's option keys are translated to constructor arguments; an option a storage does
 not support raises ``ConfigurationError`` naming the key and the supported keys, so a
 mistyped or inapplicable option never passes silently.
+
+Retry budget (capability ``retry-budget``, both targets accept the options): the suite's
+storage-agnostic ``retry_attempts`` (requests per operation, an integer >= 1) and
+``retry_seconds`` (seconds per operation, > 0) become the ``storage_options`` keys of the same
+names (``ckptstore.s3``: botocore's attempts, connect/read timeouts, backoff and a deadline on
+S3; local and memory I/O is not retried). They are merged into the ``storage_options`` option
+and win over its own keys of those names.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ _FS_OPTIONS = MappingProxyType(
         "entropy_key": "entropy_key",
         "entropy_length": "entropy_length",
         "create_subdir": "create_subdir",
+        "retry_attempts": "retry_attempts",
+        "retry_seconds": "retry_seconds",
     }
 )
 
@@ -46,8 +55,13 @@ _JM_OPTIONS = MappingProxyType(
     {
         "storage_options": "storage_options",
         "max_state_size": "max_state_size",
+        "retry_attempts": "retry_attempts",
+        "retry_seconds": "retry_seconds",
     }
 )
+
+#: suite option keys that go into ``storage_options`` (``ckptstore.s3``)
+_BUDGET_OPTIONS = ("retry_attempts", "retry_seconds")
 
 
 def _translate(
@@ -63,7 +77,16 @@ def _translate(
             f"target {target!r} does not support the option(s) {', '.join(map(repr, unknown))}; "
             f"supported options: {', '.join(sorted(supported))}"
         )
-    return {supported[key]: value for key, value in options.items() if value is not None}
+    kwargs = {supported[key]: value for key, value in options.items() if value is not None}
+    budget = {key: kwargs.pop(key) for key in _BUDGET_OPTIONS if key in kwargs}
+    if budget:
+        storage_options = kwargs.get("storage_options")
+        if storage_options is not None and not isinstance(storage_options, Mapping):
+            raise InvalidArgumentError(
+                f"storage_options must be a mapping, got {describe(storage_options)}"
+            )
+        kwargs["storage_options"] = {**(storage_options or {}), **budget}
+    return kwargs
 
 
 def _make_file_system_storage(
@@ -124,6 +147,7 @@ conformance_target = ReferenceTarget(
             "task-owned-state",
             "fast-duplicate",
             "entropy-injection",
+            "retry-budget",
         }
     ),
     schemes=_SCHEMES,

@@ -78,8 +78,10 @@ class FileSystemCheckpointStorage:
     ``MAX_WRITE_BUFFER_SIZE``, 64 MiB); streams use ``max(buffer, threshold)``.
     ``create_subdir``: put ``shared/``, ``taskowned/`` and ``chk-<n>`` under
     ``<path>/<job id>`` (CFG3; ``True`` or ``False``, nothing else). ``storage_options``:
-    fsspec connection settings, including the retry budget (``ckptstore.filesystems``:
-    ``retries``, ``config_kwargs`` ``connect_timeout``/``read_timeout``/``retries``).
+    fsspec connection settings, including the retry budget: the storage-agnostic
+    ``retry_attempts`` (requests per operation) and ``retry_seconds`` (seconds per operation,
+    ``ckptstore.s3``), or the client's own ``retries``, ``config_kwargs``
+    ``connect_timeout``/``read_timeout``/``retries`` (``ckptstore.filesystems``).
     ``entropy_key``/``entropy_length``: entropy injection (object stores and memory only).
     ``allowed_schemes``: schemes, besides those of the configured paths, that
     ``resolve_checkpoint`` may open; each must be served by an fsspec file system.

@@ -27,24 +27,32 @@ options and per process id, so a forked worker builds its own (s3fs keeps an eve
 sessions that must not cross a fork); the cache key is a salted digest (a per-process random
 salt), so not even an unsalted hash of a secret is kept.
 
-Retry budget (S3): how long an operation may keep trying is set by four documented
+Retry budget (S3): how long an operation may keep trying is set by documented
 ``storage_options`` keys, all with bounded defaults (:data:`S3_DEFAULTS`) and range-checked by
-``ckptstore.validation.require_storage_options``:
+``ckptstore.validation.require_storage_options``. The two storage-agnostic keys come first
+(``ckptstore.s3``; the conformance target's options of the same names become them); when
+either is set it replaces the four client-specific ones below it:
 
 ==========================================  ========  ===========================================
 key                                         default   meaning
 ==========================================  ========  ===========================================
-``retries``                                 2         s3fs's own retry loop (timeouts, 5xx)
+``retry_attempts``                          (3)       requests per operation (int in [1, 20])
+``retry_seconds``                           (none)    seconds per operation (in (0, 3600])
+``retries``                                 1         s3fs's own retry loop: one pass, so it
+                                                      never multiplies botocore's attempts
 ``config_kwargs['connect_timeout']``        2 s       botocore: wait for a TCP connection
 ``config_kwargs['retries']['max_attempts']`` 2        botocore: retries after the first attempt
 ``config_kwargs['read_timeout']``           20 s      botocore: wait for response bytes
 ==========================================  ========  ===========================================
 
-:func:`retry_budget` computes the worst cases from them: an *unreachable* endpoint (refused,
-unresolvable, connect timeout: botocore retries, s3fs does not) fails every public method
-within ``(max_attempts + 1) * connect_timeout`` plus backoff: about 9 s by default; an endpoint
-that accepts connections but never answers within ``retries * (max_attempts + 1) *
-read_timeout`` plus backoff (about 2 minutes by default; lower ``read_timeout`` for less).
+:func:`retry_budget` computes the worst cases from them. By default a request is sent at most
+3 times (botocore's standard mode: 5xx, timeouts and dropped connections are retried with
+exponential backoff and jitter, at most 1 s and 2 s), so an operation under a persistent
+server fault fails in a few seconds; throttling answers (S3's 503 SlowDown) get up to 10
+requests within 10 s (``ckptstore.s3.DEFAULT_POLICY``); an *unreachable*
+endpoint (refused, unresolvable, connect timeout) within ``3 * connect_timeout`` plus backoff:
+about 9 s; an endpoint that accepts connections but never answers within ``3 *
+read_timeout`` plus backoff (about a minute; set ``retry_seconds`` for less).
 ``AWS_MAX_ATTEMPTS``/``AWS_RETRY_MODE`` in the environment replace the botocore retry default.
 
 Traits: object stores (``s3``, ``gs``, ``az``, ...) have no real directories, so nobody sends
@@ -53,8 +61,8 @@ which the coordinator creates with ``makedirs``.
 
 The raw operations here are the only places that touch a file system's quirks: exclusive
 file creation, the atomic exclusive publish of ``_metadata``, deletes that tolerate a missing
-target, a GET-only read on S3 and server-side copies. Failures leave them as the contract's
-``OSError`` subclasses through ``ckptstore.io_errors``.
+target, a GET-only read on S3 and server-side copies. Failures leave them as the
+contract's ``OSError`` subclasses through ``ckptstore.io_errors``.
 """
 
 from __future__ import annotations
@@ -77,6 +85,7 @@ from typing import IO, Any, BinaryIO, cast
 import fsspec
 import fsspec.config
 
+from ckptstore import s3
 from ckptstore.errors import (
     CheckpointFileExistsError,
     CheckpointIOError,
@@ -142,14 +151,15 @@ _LOCAL_FILE_TYPES: tuple[type, ...] = (io.BufferedWriter, io.FileIO, io.BytesIO)
 
 #: Bounded S3 defaults, used unless the storage options or fsspec's configuration set them:
 #: ``retries`` is s3fs's own retry loop (the reference applies it to the instance; s3fs takes
-#: it as a class attribute, default 5), ``config_kwargs`` go to botocore: a 2 s connect
-#: timeout, a 20 s read timeout (botocore's own is 60 s) and 2 retries in standard mode (not
-#: set when ``AWS_MAX_ATTEMPTS`` or ``AWS_RETRY_MODE`` is in the environment). A
-#: connection-refused endpoint then fails in about 1-3 s; one that drops packets within about
-#: 3 x 2 s plus backoff (see :func:`retry_budget`).
+#: it as a class attribute, default 5): one pass, so botocore alone retries and the attempts
+#: are not multiplied; ``config_kwargs`` go to botocore: a 2 s connect timeout, a 20 s read
+#: timeout (botocore's own is 60 s) and 2 retries in standard mode (not set when
+#: ``AWS_MAX_ATTEMPTS`` or ``AWS_RETRY_MODE`` is in the environment). A connection-refused
+#: endpoint then fails in about 1-3 s; one that drops packets within about 3 x 2 s plus
+#: backoff (see :func:`retry_budget`). ``retry_attempts``/``retry_seconds`` replace them.
 S3_DEFAULTS: Mapping[str, Any] = {
     "use_listings_cache": False,
-    "retries": 2,
+    "retries": 1,
     "config_kwargs": {
         "connect_timeout": 2,
         "read_timeout": 20,
@@ -238,6 +248,9 @@ def filesystem_options(scheme: str, storage_options: Mapping[str, Any] | None) -
         return {}
     options = _fsspec_configuration(scheme)
     options.update(_copy_options(storage_options or {}))
+    if scheme not in S3_SCHEMES:  # the budget keys are the reference's, not the client's
+        options.pop(s3.RETRY_ATTEMPTS, None)
+        options.pop(s3.RETRY_SECONDS, None)
     if scheme in S3_SCHEMES:
         for name, value in S3_DEFAULTS.items():
             if name != "config_kwargs":
@@ -249,6 +262,7 @@ def filesystem_options(scheme: str, storage_options: Mapping[str, Any] | None) -
         if "retries" not in config and not any(k in os.environ for k in _S3_RETRY_ENVIRONMENT):
             config["retries"] = dict(defaults["retries"])
         options["config_kwargs"] = config
+        s3.apply_retry_budget(options, defaults)
     return options
 
 
@@ -279,23 +293,55 @@ def require_available_schemes(schemes: Iterable[str], setting: str = "allowed_sc
 class RetryBudget:
     """How long S3 requests keep trying, from ``storage_options`` (module docstring)."""
 
-    #: s3fs's retry loop (read timeouts, 5xx, throttling; not connection failures)
+    #: s3fs's retry loop (read timeouts, throttling; not connection failures): 1 by default
     retries: int
     #: botocore's retries after the first attempt (standard mode)
     max_attempts: int
     connect_timeout: float
     read_timeout: float
+    #: ``retry_seconds``: the deadline of one operation, retries included (``None``: none)
+    seconds: float | None = None
+    #: requests while the server throttles (503 SlowDown), when more than ``attempts``
+    throttle_attempts: int | None = None
+    #: how long throttling answers are retried (``None``: ``seconds``)
+    throttle_seconds: float | None = None
 
     @property
     def attempts_per_request(self) -> int:
+        """botocore's attempts for one request (the first one and its retries)."""
         return self.max_attempts + 1
+
+    @property
+    def attempts(self) -> int:
+        """Requests one operation sends at most (s3fs's passes times botocore's attempts)."""
+        return self.retries * self.attempts_per_request
+
+    def _capped(self, seconds: float) -> float:
+        return seconds if self.seconds is None else min(seconds, self.seconds)
 
     @property
     def unreachable_seconds(self) -> float:
         """Worst case for an unreachable endpoint: botocore's attempts, each a connect
         timeout, plus standard-mode backoff (at most 2**n s after attempt n)."""
         backoff = sum(min(2.0**n, 20.0) for n in range(self.max_attempts))
-        return self.attempts_per_request * self.connect_timeout + backoff
+        return self._capped(self.attempts_per_request * self.connect_timeout + backoff)
+
+    @property
+    def failing_seconds(self) -> float:
+        """Worst case for an endpoint that answers every request with an error at once
+        (a persistent 500 or throttling): the backoff between the attempts."""
+        backoff = sum(min(2.0**n, 20.0) for n in range(self.max_attempts))
+        s3fs_backoff = sum(min(1.7**n * 0.1, 15.0) for n in range(self.retries))
+        return self._capped(self.retries * backoff + s3fs_backoff)
+
+    @property
+    def throttled_seconds(self) -> float:
+        """Worst case for an endpoint that throttles every request (503 SlowDown)."""
+        if self.throttle_attempts is None or self.throttle_attempts <= self.attempts:
+            return self.failing_seconds
+        backoff = sum(min(2.0**n, 20.0) for n in range(self.throttle_attempts - 1))
+        limit = self.throttle_seconds if self.throttle_seconds is not None else self.seconds
+        return backoff if limit is None else min(backoff, limit)
 
     @property
     def unresponsive_seconds(self) -> float:
@@ -303,7 +349,7 @@ class RetryBudget:
         backoff = sum(min(2.0**n, 20.0) for n in range(self.max_attempts))
         s3fs_backoff = sum(min(1.7**n * 0.1, 15.0) for n in range(self.retries))
         per_try = self.attempts_per_request * self.read_timeout + backoff
-        return self.retries * per_try + s3fs_backoff
+        return self._capped(self.retries * per_try + s3fs_backoff)
 
 
 def retry_budget(storage_options: Mapping[str, Any] | None = None) -> RetryBudget:
@@ -320,11 +366,15 @@ def retry_budget(storage_options: Mapping[str, Any] | None = None) -> RetryBudge
         max_attempts = max(0, int(env_attempts) - 1)
     else:
         max_attempts = 2
+    policy = s3.policy_of(options)
     return RetryBudget(
-        retries=max(1, int(options.get("retries", 2))),
+        retries=max(1, int(options.get("retries", 1))),
         max_attempts=max_attempts,
         connect_timeout=float(config.get("connect_timeout", 60)),
         read_timeout=float(config.get("read_timeout", 60)),
+        seconds=None if policy is None else policy.seconds,
+        throttle_attempts=None if policy is None else policy.throttle_attempts,
+        throttle_seconds=None if policy is None else policy.throttle_seconds,
     )
 
 
@@ -461,15 +511,11 @@ def _lookup(scheme: str, token: str | None, authority: str | None) -> _Registrat
 
 def _instantiate(scheme: str, options: Mapping[str, Any]) -> Any:
     kwargs = _copy_options(options)
-    retries = kwargs.pop("retries", None) if scheme in S3_SCHEMES else None
-    if retries is not None:
-        # s3fs keeps ``retries`` as an attribute (its __init__ passes unknown names on to
-        # the botocore session), so it is set on a private instance
-        kwargs["skip_instance_cache"] = True
-    fs = fsspec.filesystem(scheme, **kwargs)
-    if retries is not None:
-        fs.retries = max(1, int(retries))
-    return fs
+    if scheme in S3_SCHEMES:
+        # s3fs with the retry budget; ``retries`` (s3fs keeps it as an attribute: its
+        # __init__ passes unknown names on to the botocore session) on a private instance
+        return s3.instantiate(kwargs)
+    return fsspec.filesystem(scheme, **kwargs)
 
 
 def get_filesystem(scheme: str, token: str | None = None, *, authority: str | None = None) -> Any:

@@ -97,6 +97,8 @@ MAX_URL_LENGTH = 4096
 #: Accepted ranges of the retry-budget options in ``storage_options`` (S3): see
 #: ``ckptstore.filesystems.retry_budget``.
 RETRY_BUDGET_LIMITS: Mapping[str, tuple[float, float]] = {
+    "retry_attempts": (1, 20),
+    "retry_seconds": (0, 3600),  # exclusive of 0
     "retries": (1, 10),
     "connect_timeout": (0.1, 120),
     "read_timeout": (0.1, 3600),
@@ -451,9 +453,11 @@ def require_scheme_names(value: Any, setting: str = "allowed_schemes") -> tuple[
 def require_storage_options(value: Any, setting: str = "storage_options") -> dict[str, Any]:
     """fsspec ``storage_options``: a mapping with string keys (``None``: no options).
 
-    The retry-budget options are range-checked (:data:`RETRY_BUDGET_LIMITS`): ``retries``
-    (s3fs's own retry loop), and in ``config_kwargs`` botocore's ``connect_timeout``,
-    ``read_timeout`` and ``retries['max_attempts']``. An ``endpoint_url`` (also in
+    The retry-budget options are range-checked (:data:`RETRY_BUDGET_LIMITS`): the reference's
+    storage-agnostic ``retry_attempts`` (requests per operation, an integer) and
+    ``retry_seconds`` (seconds per operation, more than 0), ``retries`` (s3fs's own retry
+    loop), and in ``config_kwargs`` botocore's ``connect_timeout``, ``read_timeout`` and
+    ``retries['max_attempts']``. An ``endpoint_url`` (also in
     ``client_kwargs``) must be an ``http``/``https`` URL with a host. Violations raise
     ``ConfigurationError`` at construction, instead of a client error at the first request.
     """
@@ -469,6 +473,13 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
     client_kwargs = options.get("client_kwargs")
     if isinstance(client_kwargs, Mapping):
         _endpoint(client_kwargs.get("endpoint_url"), f"{setting}['client_kwargs']['endpoint_url']")
+    if options.get("retry_attempts") is not None:
+        _budget_number(
+            options["retry_attempts"], f"{setting}['retry_attempts']", "retry_attempts",
+            integer=True,
+        )
+    if options.get("retry_seconds") is not None:
+        _budget_number(options["retry_seconds"], f"{setting}['retry_seconds']", "retry_seconds")
     if "retries" in options:
         _budget_number(options["retries"], f"{setting}['retries']", "retries", integer=True)
     config = options.get("config_kwargs")
@@ -520,13 +531,18 @@ def _endpoint(value: Any, setting: str) -> None:
 
 def _budget_number(value: Any, setting: str, kind: str, *, integer: bool = False) -> float:
     low, high = RETRY_BUDGET_LIMITS[kind]
-    accepted = f"{'an integer' if integer else 'a number'} in [{low:g}, {high:g}]"
+    open_low = kind == "retry_seconds"  # more than 0: no budget at all is no budget
+    accepted = (
+        f"{'an integer' if integer else 'a number'} in "
+        f"{'(' if open_low else '['}{low:g}, {high:g}]"
+    )
     if isinstance(value, bool) or not isinstance(value, int | float) or (
         integer and not isinstance(value, int)
     ):
         raise _fail(ConfigurationError, f"{setting} must be {accepted}, got {describe(value)}",
                     setting, value, accepted)
-    if not (math.isfinite(value) and low <= value <= high):
+    above_low = value > low if open_low else value >= low
+    if not (math.isfinite(value) and above_low and value <= high):
         raise _fail(ConfigurationError, f"{setting} must be {accepted}, got {value!r}",
                     setting, value, accepted)
     return float(value)
