@@ -1,8 +1,10 @@
 """One job's view of file-system checkpoint storage: ``FsCheckpointStorageAccess`` (ACC1-ACC12).
 
 Coordinator side: base directories, ``chk-<n>`` locations, savepoint locations and pointer
-resolution. On object stores the coordinator sends no directory requests at all; on ``file``
-and ``memory`` it creates directories with ``makedirs``. Worker side: the location for a
+resolution. On object stores the coordinator sends no directory requests at all (on S3 its
+once-per-job setup probes whether the server honours conditional writes: ``ckptstore.s3``,
+:attr:`FsCheckpointStorageAccess.conditional_writes`); on ``file`` and ``memory`` it creates
+directories with ``makedirs``. Worker side: the location for a
 checkpoint id and reference, the task-owned stream and toolset, with no I/O whatsoever until
 a stream spills to its file (S1).
 
@@ -36,9 +38,12 @@ from ckptstore.errors import (
     UnsupportedSchemeError,
 )
 from ckptstore.filesystems import (
+    conditional_write_mode,
     filesystem_for,
     make_directories,
     make_directory_exclusive,
+    path_is_s3,
+    probe_conditional_writes,
     register_path,
     traits_for,
 )
@@ -168,6 +173,21 @@ class FsCheckpointStorageAccess:
     def get_default_savepoint_directory(self) -> str | None:
         return None if self._savepoint_base is None else self._savepoint_base.url
 
+    @property
+    def conditional_writes(self) -> str:
+        """How ``_metadata`` is kept from being overwritten in the checkpoint directory.
+
+        ``"honoured"``: the store refuses a second exclusive create (local and memory file
+        systems; S3 servers that honour ``If-None-Match: *``): one PutObject per
+        ``_metadata``. ``"ignored: check-then-write"``: the S3 server ignores the condition,
+        so a HEAD before the PUT refuses an existing ``_metadata``; two coordinators
+        publishing the same checkpoint at the same moment could still overwrite each other.
+        ``"unknown: not probed yet"``: S3 before ``initialize_base_locations_for_checkpoint``
+        (or a first ``_metadata`` publish) in this process. No I/O.
+        """
+        fs = filesystem_for(self._checkpoints_dir, self._token)
+        return conditional_write_mode(fs, self._checkpoints_dir)
+
     def _token_for(self, path: StoragePath) -> str:
         return register_path(path, self._storage_options)
 
@@ -196,8 +216,22 @@ class FsCheckpointStorageAccess:
         )
 
     def initialize_base_locations_for_checkpoint(self) -> None:
-        """Create ``shared/`` and ``taskowned/`` on directory file systems (ACC5)."""
+        """Create ``shared/`` and ``taskowned/`` on directory file systems (ACC5).
+
+        On S3 the coordinator's once-per-job setup also finds out whether the server honours
+        conditional writes, once per process per endpoint and bucket (three requests under
+        the checkpoint directory the first time: ``ckptstore.s3``); see
+        :attr:`conditional_writes`. No directory request is sent to an object store.
+        """
         fs = filesystem_for(self._checkpoints_dir, self._token)
+        if path_is_s3(self._checkpoints_dir):
+            # where _metadata goes: with entropy injection, the path without the key (MD1)
+            entropy = self._entropy
+            probe_dir = (
+                entropy.remove(self._checkpoints_dir) if entropy is not None
+                else self._checkpoints_dir
+            )
+            probe_conditional_writes(fs, probe_dir)
         for directory, what in (
             (self._shared_dir, "shared state"),
             (self._task_owned_dir, "task owned state"),

@@ -60,9 +60,10 @@ a request for a directory there (S1, ACC5, ACC6). ``file`` and ``memory`` have d
 which the coordinator creates with ``makedirs``.
 
 The raw operations here are the only places that touch a file system's quirks: exclusive
-file creation, the atomic exclusive publish of ``_metadata``, deletes that tolerate a missing
-target, a GET-only read on S3 and server-side copies. Failures leave them as the
-contract's ``OSError`` subclasses through ``ckptstore.io_errors``.
+file creation, the atomic exclusive publish of ``_metadata`` (on S3 with the conditional-write
+probe of ``ckptstore.s3``: :func:`probe_conditional_writes`, :func:`conditional_write_mode`),
+deletes that tolerate a missing target, a GET-only read on S3 and server-side copies.
+Failures leave them as the contract's ``OSError`` subclasses through ``ckptstore.io_errors``.
 """
 
 from __future__ import annotations
@@ -114,10 +115,12 @@ __all__ = [
     "RetryBudget",
     "SchemeTraits",
     "authority_of",
+    "conditional_write_mode",
     "copy_exclusive",
     "delete_file",
     "delete_tree",
     "discard_writer",
+    "existing_size",
     "file_info",
     "filesystem_for",
     "filesystem_options",
@@ -128,6 +131,8 @@ __all__ = [
     "make_directory_exclusive",
     "open_exclusive_write",
     "open_for_read",
+    "path_is_s3",
+    "probe_conditional_writes",
     "publish_exclusive",
     "register_filesystem",
     "register_path",
@@ -685,13 +690,19 @@ def sync_and_close(writer: IO[bytes], path: StoragePath, fs: Any = None) -> None
     writer.close()
 
 
-def publish_exclusive(fs: Any, path: StoragePath, data: bytes) -> None:
+def publish_exclusive(
+    fs: Any, path: StoragePath, data: bytes, *, probe_dir: StoragePath | None = None
+) -> None:
     """Make ``path`` hold ``data`` at once and only if it does not exist (MD2).
 
     Local: temp file in the same directory + ``os.link`` (atomic, never overwrites).
-    Memory: check-and-create under a lock. S3: one PutObject with ``If-None-Match: *``.
-    Others: ``open(path, 'xb')``. An existing target raises ``MetadataExistsError``; any
-    other failure the contract's ``OSError`` types (``ckptstore.io_errors``).
+    Memory: check-and-create under a lock. S3: ``ckptstore.s3.publish_metadata``: one
+    PutObject with ``If-None-Match: *`` where the server honours it (a HeadObject first where
+    it does not), probing the server first if this process has not yet (under ``probe_dir``,
+    default: the directory above ``path``'s; :func:`probe_conditional_writes`); a lost answer
+    whose write committed is recognised by its bytes. Others: ``open(path, 'xb')``. An
+    existing target raises ``MetadataExistsError``; any other failure the contract's
+    ``OSError`` types (``ckptstore.io_errors``).
 
     A crash between the temp file's creation and its removal leaves
     ``._metadata.<hex>.inprogress`` behind (``ckptstore.leftovers`` finds and removes it).
@@ -706,17 +717,60 @@ def publish_exclusive(fs: Any, path: StoragePath, data: bytes) -> None:
                 with fs.open(path.path, "wb") as out:
                     out.write(data)
         elif path.scheme in S3_SCHEMES:
-            fs.pipe_file(path.path, data, mode="create")
+            s3.publish_metadata(fs, path, data, probe_dir or _probe_dir_for(path))
         else:
             with fs.open(path.path, "xb") as out:
                 out.write(data)
     except (FileExistsError, CheckpointFileExistsError) as exc:
+        if isinstance(exc, MetadataExistsError):
+            raise
         raise MetadataExistsError(f"Target file {path.url} already exists.") from exc
     except Exception as exc:
         if isinstance(exc, OSError) and _is_precondition_failure(exc):
             raise MetadataExistsError(f"Target file {path.url} already exists.") from exc
         error = translate_io_error(exc, "publish", path, fs, any_exception=True)
         raise error from exc
+
+
+def _probe_dir_for(path: StoragePath) -> StoragePath:
+    """Where a lazy probe goes: the directory that holds ``path``'s directory (``<job>`` for
+    ``<job>/chk-<n>/_metadata``), or ``path``'s own directory right below a bucket."""
+    directory = path.parent
+    above = directory.parent
+    return above if above != directory and authority_of(above) and "/" in above.path else (
+        directory
+    )
+
+
+def probe_conditional_writes(fs: Any, directory: StoragePath) -> str:
+    """Find out whether the store honours exclusive creates, once per process and store.
+
+    S3: ``ckptstore.s3.probe_conditional_writes`` (three requests under ``directory`` the
+    first time per endpoint and bucket, none afterwards). Other file systems create files
+    exclusively by themselves: nothing is sent. Returns :func:`conditional_write_mode`.
+    """
+    if path_is_s3(directory):
+        with io_errors("probe conditional writes in", directory, fs, any_exception=True):
+            return s3.probe_conditional_writes(fs, directory)
+    return s3.CONDITIONAL_WRITES_NATIVE
+
+
+def conditional_write_mode(fs: Any, path: StoragePath) -> str:
+    """How ``_metadata`` is kept from being overwritten at ``path``'s store (no I/O).
+
+    ``"honoured"`` (S3 servers that refuse a second ``If-None-Match: *`` create; local and
+    memory file systems, whose exclusive create is native), ``"ignored: check-then-write"``
+    (S3 servers that ignore the header: a HEAD before the PUT, a race window remains), or
+    ``"unknown: not probed yet"`` on S3 before this process probed the server.
+    """
+    if path_is_s3(path):
+        return s3.conditional_write_mode(fs, path)
+    return s3.CONDITIONAL_WRITES_NATIVE
+
+
+def path_is_s3(path: StoragePath) -> bool:
+    """True for ``s3://``/``s3a://`` paths."""
+    return path.scheme in S3_SCHEMES
 
 
 #: The staging files of :func:`publish_exclusive` on local disks: ``.<name>.<hex>.inprogress``.
@@ -793,6 +847,22 @@ def delete_tree(fs: Any, path: StoragePath) -> None:
             if exc.errno == errno.ENOENT:
                 return
             raise
+
+
+def existing_size(fs: Any, path: StoragePath) -> int | None:
+    """The size of the file ``path``, ``None`` when it does not exist (S3: exactly one HEAD).
+
+    Raises the file system's own exception when it cannot tell (callers decide).
+    """
+    if path_is_s3(path):
+        info = s3.head_object(fs, path)
+        return None if info is None else int(info.get("ContentLength", -1))
+    try:
+        found = fs.info(path.path)
+    except FileNotFoundError:
+        return None
+    size = found.get("size") if isinstance(found, dict) else None
+    return size if isinstance(size, int) else -1
 
 
 def file_info(fs: Any, path: StoragePath) -> dict[str, Any] | None:

@@ -40,9 +40,12 @@ from ckptstore.errors import (
     UnsupportedSchemeError,
 )
 from ckptstore.filesystems import (
+    conditional_write_mode,
     delete_tree,
     filesystem_for,
     make_directories,
+    path_is_s3,
+    probe_conditional_writes,
     register_path,
     require_available_schemes,
 )
@@ -340,7 +343,24 @@ class MemoryBackendCheckpointStorageAccess:
         )
 
     def initialize_base_locations_for_checkpoint(self) -> None:
-        """Nothing to prepare: there is no shared or task-owned directory (MEM2)."""
+        """No shared or task-owned directory to prepare (MEM2).
+
+        With a checkpoint path on S3: finds out once per process per endpoint and bucket
+        whether the server honours conditional writes (``ckptstore.s3``;
+        :attr:`conditional_writes`).
+        """
+        directory = self._checkpoints_dir
+        if directory is not None and path_is_s3(directory):
+            probe_conditional_writes(filesystem_for(directory, self._token(directory)), directory)
+
+    @property
+    def conditional_writes(self) -> str | None:
+        """How ``_metadata`` is kept from being overwritten (``FsCheckpointStorageAccess``'s
+        property of the same name); ``None`` without a checkpoint path. No I/O."""
+        directory = self._checkpoints_dir
+        if directory is None:
+            return None
+        return conditional_write_mode(filesystem_for(directory, self._token(directory)), directory)
 
     def initialize_location_for_checkpoint(
         self, checkpoint_id: int

@@ -6,9 +6,11 @@ The storage creates exactly these names, so it deletes nothing else:
   ``savepoint-<job id[0:6]>-<12 random characters>`` (L5): ``dispose_storage_location`` and
   ``dispose_on_failure`` delete such a directory recursively (MD6, MD7), and refuse any other
   directory with ``DisposalRefusedError`` before a single request is sent;
-* state files ``<uuid4>`` (L3) and the local staging files of ``_metadata``
-  (``._metadata.<32 hex>.inprogress``, ``ckptstore.filesystems.publish_exclusive``): the crash
-  leftover scan (``ckptstore.leftovers``) removes only such files;
+* state files ``<uuid4>`` (L3), the local staging files of ``_metadata``
+  (``._metadata.<32 hex>.inprogress``, ``ckptstore.filesystems.publish_exclusive``) and the
+  S3 conditional-write probes (``.ckptstore-probe.<32 hex>``, ``ckptstore.s3``, in the
+  checkpoint directory): the crash leftover scan (``ckptstore.leftovers``) removes only such
+  files;
 * task-owned and shared state: only single files, through their handles (H2, TO3).
 
 Why: a pointer may come from a user or a REST call, and a pointer to any file resolves (PTR7,
@@ -33,12 +35,14 @@ from ckptstore.redaction import redact_text
 
 __all__ = [
     "CHECKPOINT_DIR_PATTERN",
+    "PROBE_FILE_PATTERN",
     "SAVEPOINT_DIR_PATTERN",
     "STAGING_FILE_PATTERN",
     "STATE_FILE_PATTERN",
     "checkpoint_id_of",
     "is_checkpoint_dir_name",
     "is_location_dir_name",
+    "is_probe_file_name",
     "is_savepoint_dir_name",
     "is_staging_file_name",
     "is_state_file_name",
@@ -57,6 +61,8 @@ STATE_FILE_PATTERN = re.compile(
 )
 #: The staging file of a local ``_metadata`` publish.
 STAGING_FILE_PATTERN = re.compile(rf"^\.{METADATA_FILE_NAME}\.[0-9a-f]{{32}}\.inprogress$")
+#: The object of an S3 conditional-write probe (``ckptstore.s3.PROBE_PREFIX``).
+PROBE_FILE_PATTERN = re.compile(r"^\.ckptstore-probe\.[0-9a-f]{32}$")
 
 
 def is_checkpoint_dir_name(name: str) -> bool:
@@ -88,6 +94,11 @@ def is_state_file_name(name: str) -> bool:
 def is_staging_file_name(name: str) -> bool:
     """True for a local ``_metadata`` staging file's name."""
     return STAGING_FILE_PATTERN.match(name) is not None
+
+
+def is_probe_file_name(name: str) -> bool:
+    """True for an S3 conditional-write probe's name."""
+    return PROBE_FILE_PATTERN.match(name) is not None
 
 
 def require_disposable(directory: StoragePath, what: str, kind: str = "any") -> None:

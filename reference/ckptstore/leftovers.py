@@ -17,6 +17,9 @@ is confined to the storage's own layout (``ckptstore.layout``) for one job:
 In those directories, and nowhere else, a leftover is
 
 * ``metadata-staging``: a ``._metadata.<hex>.inprogress`` file;
+* ``write-probe`` (S3): a conditional-write probe ``.ckptstore-probe.<32 hex>`` directly in
+  the job's checkpoint directory (or the savepoint directory), left by a coordinator that
+  died between creating and deleting it (``ckptstore.s3``);
 * ``orphaned-state``: a state file (a UUID name, L3) in a directory without ``_metadata``;
 * ``abandoned-directory`` (file systems with directories only): a directory without
   ``_metadata`` that holds nothing but such leftovers;
@@ -52,6 +55,7 @@ from ckptstore.filesystems import (
 )
 from ckptstore.layout import (
     is_checkpoint_dir_name,
+    is_probe_file_name,
     is_savepoint_dir_name,
     is_staging_file_name,
     is_state_file_name,
@@ -69,7 +73,12 @@ __all__ = [
 #: How old a leftover must be before it is reported or removed.
 DEFAULT_LEFTOVER_GRACE = datetime.timedelta(hours=1)
 #: The kinds of leftovers, in the order they are removed.
-LEFTOVER_KINDS = ("metadata-staging", "orphaned-state", "abandoned-directory")
+LEFTOVER_KINDS = (
+    "metadata-staging",
+    "write-probe",
+    "orphaned-state",
+    "abandoned-directory",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,9 +199,22 @@ def _scan(
     result: list[_Directory] = []
     for scope in _scopes(checkpoints_dir, savepoint_dir, job_id):
         fs = filesystem_for(scope.base, token_for(scope.base))
+        probes = _Directory(scope.base, [], False, 0, None)
+        scanned_dirs: dict[str, _Directory] = {}
         for entry in list_directory(fs, scope.base):
             path = _entry_path(scope.base, entry)
-            if path is None or entry.get("type") != "directory" or not scope.accepts(path.name):
+            if path is None:
+                continue
+            if entry.get("type") == "file" and is_probe_file_name(path.name):
+                modified = _modified(entry)
+                if modified is not None and modified <= cutoff:
+                    size = entry.get("size")
+                    probes.leftovers.append(Leftover(
+                        path.url, "write-probe", size if isinstance(size, int) else None,
+                        modified, scope.base.url,
+                    ))
+                continue
+            if entry.get("type") != "directory" or not scope.accepts(path.name):
                 continue
             scanned = _scan_directory(fs, path, entry, cutoff)
             if not scanned.has_metadata and scanned.others == 0 and (
@@ -203,8 +225,10 @@ def _scan(
                 scanned.leftovers.append(
                     Leftover(path.url, "abandoned-directory", None, scanned.modified, path.url)
                 )
-            if scanned.leftovers:
-                result.append(scanned)
+            scanned_dirs[path.url] = scanned
+        if probes.leftovers:
+            result.append(probes)
+        result.extend(d for d in scanned_dirs.values() if d.leftovers)
     return result
 
 
@@ -248,9 +272,9 @@ def clean_leftovers(
     for directory in directories:
         fs = filesystem_for(directory.path, token_for(directory.path))
         items = list(directory.leftovers)
-        has_state = any(item.kind != "metadata-staging" for item in items)
+        has_state = any(item.kind in ("orphaned-state", "abandoned-directory") for item in items)
         if has_state and file_info(fs, directory.path.child(METADATA_FILE_NAME)) is not None:
-            items = [item for item in items if item.kind == "metadata-staging"]
+            items = [item for item in items if item.kind in _ALWAYS_REMOVED]
         for item in _ordered(items):
             if dry_run:
                 removed.append(item)
@@ -261,6 +285,10 @@ def clean_leftovers(
                 delete_file(fs, _child(directory, item))
                 removed.append(item)
     return sorted(removed, key=lambda x: x.url)
+
+
+#: Removed even from a directory whose ``_metadata`` appeared meanwhile (nothing refers to them).
+_ALWAYS_REMOVED = frozenset({"metadata-staging", "write-probe"})
 
 
 def _child(directory: _Directory, item: Leftover) -> StoragePath:

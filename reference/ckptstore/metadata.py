@@ -3,8 +3,10 @@
 ``FsCheckpointMetadataOutputStream`` buffers the metadata in memory and publishes it at
 ``close_and_finalize_checkpoint()`` in one exclusive, atomic step
 (``filesystems.publish_exclusive``: temp file + ``os.link`` locally, one PutObject with
-``If-None-Match: *`` on S3). So ``_metadata`` is never visible half-written (what Flink gets
-from its RecoverableWriter, MD2), ``close()`` without finalize leaves nothing (MD5), and an
+``If-None-Match: *`` on S3; on S3 servers that ignore that condition a HEAD first, see
+``ckptstore.s3``, and a lost answer whose write committed is recognised by its bytes). So
+``_metadata`` is never visible half-written (what Flink gets from its RecoverableWriter,
+MD2), ``close()`` without finalize leaves nothing (MD5), and an
 existing ``_metadata`` is never replaced: on directory file systems a second stream fails at
 construction already (T-BASE4), on object stores at the latest at finalize.
 

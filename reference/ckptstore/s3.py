@@ -1,4 +1,4 @@
-"""What the reference does on S3 beyond plain fsspec: the retry budget.
+"""What the reference does on S3 beyond plain fsspec: retry budget, conditional writes.
 
 Retry budget
 ------------
@@ -37,6 +37,35 @@ prefix at once (S3A retries throttling separately for the same reason). Retries 
 for botocore itself (``config_kwargs['retries']``, ``AWS_MAX_ATTEMPTS``) keep botocore's
 own handler. :func:`ckptstore.filesystems.retry_budget` computes the worst cases.
 
+Lost answers
+------------
+A request whose answer is lost after the server carried it out is retried; a retried
+exclusive create then finds its own object. :func:`publish_metadata` (``_metadata``: a fixed
+name that another coordinator could also write) compares the stored bytes with its own (one
+GetObject, only on that failure path) and succeeds when they are equal; a state stream (a
+random UUID name only its writer uses) takes an object of the expected size as its own (one
+HeadObject, :func:`has_object_of_size`).
+
+Conditional writes
+------------------
+``_metadata`` is published with ``If-None-Match: *``, so an existing one is never replaced
+(MD2). Not every server honours that header: s3rver 3.7 ignores it and would let a second
+``_metadata`` overwrite the first. :func:`probe_conditional_writes` finds out once per process
+per (endpoint, bucket): it creates a probe object ``.ckptstore-probe.<32 hex>`` under the
+checkpoint directory with ``If-None-Match: *`` twice (the second must be refused with 412) and
+deletes it: three requests, sent by the coordinator's once-per-job setup
+(``initialize_base_locations_for_checkpoint``), or lazily before the first ``_metadata`` publish
+of a process that ran no setup. The answer is cached (:func:`conditional_write_mode`):
+
+* :data:`CONDITIONAL_WRITES_HONOURED` (``"honoured"``): one conditional PutObject per
+  ``_metadata``, nothing else;
+* :data:`CONDITIONAL_WRITES_IGNORED` (``"ignored: check-then-write"``): a weaker guarantee. One
+  HeadObject before the PutObject refuses with ``MetadataExistsError`` when ``_metadata``
+  exists. Between the HEAD and the PUT a second coordinator publishing the same checkpoint at
+  the same moment can still overwrite (Flink runs one coordinator per job, so this needs a
+  split brain); a warning is logged once per endpoint and bucket. A server that rejects the
+  header (501 NotImplemented) gets the same mode, and its PUT is sent without the header.
+
 This module is imported by ``ckptstore.filesystems``; s3fs and botocore are imported lazily.
 """
 
@@ -46,20 +75,40 @@ import asyncio
 import errno
 import threading
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ckptstore.errors import MetadataExistsError
+from ckptstore.io_errors import endpoint_label, is_unreachable
+from ckptstore.paths import StoragePath
+from ckptstore.redaction import get_logger, redact_text
+
 __all__ = [
+    "CONDITIONAL_WRITES_HONOURED",
+    "CONDITIONAL_WRITES_IGNORED",
+    "CONDITIONAL_WRITES_NATIVE",
+    "CONDITIONAL_WRITES_UNKNOWN",
     "DEFAULT_POLICY",
     "DEFAULT_RETRY_ATTEMPTS",
+    "PROBE_PREFIX",
     "RETRY_ATTEMPTS",
     "RETRY_SECONDS",
     "RetryPolicy",
     "apply_retry_budget",
+    "conditional_write_mode",
+    "error_code",
+    "has_object_of_size",
+    "head_object",
     "instantiate",
     "policy_of",
+    "probe_conditional_writes",
+    "publish_metadata",
+    "reset_conditional_write_modes",
 ]
+
+_LOG = get_logger(__name__)
 
 #: ``storage_options`` key: requests per operation (see the module docstring).
 RETRY_ATTEMPTS = "retry_attempts"
@@ -68,8 +117,57 @@ RETRY_SECONDS = "retry_seconds"
 #: Requests per operation without ``retry_attempts`` (botocore's standard mode default).
 DEFAULT_RETRY_ATTEMPTS = 3
 
+CONDITIONAL_WRITES_HONOURED = "honoured"
+CONDITIONAL_WRITES_IGNORED = "ignored: check-then-write"
+#: Not probed yet in this process (the coordinator's setup or the first publish will).
+CONDITIONAL_WRITES_UNKNOWN = "unknown: not probed yet"
+#: File systems whose exclusive create is native (local ``os.link``, memory under a lock).
+CONDITIONAL_WRITES_NATIVE = "honoured"
+#: The probe object's name: this prefix and 32 hex characters (``ckptstore.layout``).
+PROBE_PREFIX = ".ckptstore-probe."
+
 _STARTED = "ckptstore_started"
 _BUDGET_ID = "ckptstore-retry-budget"
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def error_code(exc: BaseException) -> str | None:
+    """The S3 error code (``PreconditionFailed``, ``NoSuchUpload``...) behind ``exc``, if any."""
+    for item in _chain(exc):
+        response = getattr(item, "response", None)
+        if isinstance(response, Mapping):
+            error = response.get("Error")
+            if isinstance(error, Mapping) and error.get("Code"):
+                return str(error["Code"])
+    return None
+
+
+def _is_precondition_failure(exc: BaseException) -> bool:
+    """A refused ``If-None-Match: *`` (412, or 409 for two conditional writes at once)."""
+    if error_code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
+        return True
+    for item in _chain(exc):
+        if isinstance(item, FileExistsError):
+            return True
+        text = str(item).lower()
+        if "precondition" in text or "pre-condition" in text:
+            return True
+    return False
+
+
+def _not_implemented(exc: BaseException) -> bool:
+    return error_code(exc) in ("NotImplemented", "501")
 
 
 # --------------------------------------------------------------------------- retry budget
@@ -275,3 +373,175 @@ def instantiate(options: Mapping[str, Any]) -> Any:
         fs.retries = max(1, int(retries))
     fs.ckptstore_policy = policy
     return fs
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def _bucket_key(fs: Any, path: StoragePath) -> tuple[str, str]:
+    bucket, key, _ = fs.split_path(path.path)
+    return str(bucket), str(key)
+
+
+def head_object(fs: Any, path: StoragePath) -> dict[str, Any] | None:
+    """Exactly one HeadObject: the object's metadata, or ``None`` when it does not exist.
+
+    (``fs.info`` would list the prefix after a 404, to find a directory.)
+    """
+    bucket, key = _bucket_key(fs, path)
+    try:
+        return dict(fs.call_s3("head_object", Bucket=bucket, Key=key))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if error_code(exc) in ("404", "NoSuchKey", "NotFound"):
+            return None
+        raise
+
+
+def has_object_of_size(fs: Any, path: StoragePath, size: int) -> bool:
+    """True when ``path`` exists with ``size`` bytes (one HeadObject; False on any failure).
+
+    For objects whose random name only their writer uses: an existing one of the expected
+    size is the writer's own, committed by an attempt whose answer was lost.
+    """
+    try:
+        info = head_object(fs, path)
+    except Exception:
+        return False
+    return info is not None and int(info.get("ContentLength", -1)) == size
+
+
+# --------------------------------------------------------------------------- conditional writes
+
+_MODES: dict[tuple[str, str], str] = {}
+_MODE_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+_MODES_LOCK = threading.Lock()
+
+
+def _mode_key(fs: Any, path: StoragePath) -> tuple[str, str]:
+    bucket, _ = _bucket_key(fs, path)
+    return endpoint_label(fs, path.scheme), bucket
+
+
+def conditional_write_mode(fs: Any, path: StoragePath) -> str:
+    """What this process knows about conditional writes at ``path``'s endpoint and bucket.
+
+    :data:`CONDITIONAL_WRITES_HONOURED`, :data:`CONDITIONAL_WRITES_IGNORED` or, before the
+    probe ran, :data:`CONDITIONAL_WRITES_UNKNOWN`. No I/O.
+    """
+    with _MODES_LOCK:
+        return _MODES.get(_mode_key(fs, path), CONDITIONAL_WRITES_UNKNOWN)
+
+
+def reset_conditional_write_modes() -> None:
+    """Forget every probe answer of this process (tests; a server that was upgraded)."""
+    with _MODES_LOCK:
+        _MODES.clear()
+
+
+def probe_conditional_writes(fs: Any, directory: StoragePath) -> str:
+    """Find out (once per process per endpoint and bucket) whether ``If-None-Match`` holds.
+
+    Sends, the first time only: PutObject of ``<directory>/.ckptstore-probe.<32 hex>`` with
+    ``If-None-Match: *``, the same again (refused with 412 where conditional writes are
+    honoured), DeleteObject of the probe. A failure of the first PUT raises (the store cannot
+    be written there); a failed delete is logged and leaves the probe for the leftover
+    cleaner. Returns the mode (:func:`conditional_write_mode`).
+    """
+    key = _mode_key(fs, directory)
+    with _MODES_LOCK:
+        known = _MODES.get(key)
+        if known is not None:
+            return known
+        lock = _MODE_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        with _MODES_LOCK:
+            known = _MODES.get(key)
+        if known is not None:
+            return known
+        mode = _probe(fs, directory)
+        with _MODES_LOCK:
+            _MODES[key] = mode
+    if mode != CONDITIONAL_WRITES_HONOURED:
+        _LOG.warning(
+            "The S3 server at %s (bucket %s) ignores conditional writes (If-None-Match: *). "
+            "_metadata is published check-then-write there: one HEAD before each PUT refuses "
+            "an existing _metadata, but two coordinators publishing the same checkpoint at "
+            "the same moment could still overwrite each other.",
+            key[0], key[1],
+        )
+    return mode
+
+
+def _probe(fs: Any, directory: StoragePath) -> str:
+    probe = directory.child(f"{PROBE_PREFIX}{uuid.uuid4().hex}")
+    bucket, key = _bucket_key(fs, probe)
+    put = {"Bucket": bucket, "Key": key, "Body": b"", "IfNoneMatch": "*"}
+    try:
+        fs.call_s3("put_object", **put)
+    except Exception as exc:
+        if _not_implemented(exc):
+            return CONDITIONAL_WRITES_IGNORED
+        raise
+    try:
+        fs.call_s3("put_object", **put)
+        mode = CONDITIONAL_WRITES_IGNORED
+    except Exception as exc:
+        if not _is_precondition_failure(exc):
+            _delete_quietly(fs, probe)
+            raise
+        mode = CONDITIONAL_WRITES_HONOURED
+    _delete_quietly(fs, probe)
+    return mode
+
+
+def _delete_quietly(fs: Any, path: StoragePath) -> None:
+    bucket, key = _bucket_key(fs, path)
+    try:
+        fs.call_s3("delete_object", Bucket=bucket, Key=key)
+    except Exception as exc:
+        _LOG.warning(
+            "Could not delete the conditional-write probe %s (%s); the leftover cleaner "
+            "removes it later.",
+            path.url, redact_text(f"{type(exc).__name__}: {exc}", limit=300),
+        )
+
+
+def publish_metadata(fs: Any, path: StoragePath, data: bytes, probe_dir: StoragePath) -> None:
+    """Publish ``_metadata`` on S3: once, never over another one (module docstring).
+
+    Honoured: one PutObject with ``If-None-Match: *``. Ignored: one HeadObject, then the
+    PutObject. On a failed precondition, or any failure after which the object may have been
+    written (an answer lost on every attempt), one GetObject decides: exactly ``data`` means
+    our own write committed (success), other bytes ``MetadataExistsError``; otherwise the
+    failure is raised.
+    """
+    mode = probe_conditional_writes(fs, probe_dir)
+    bucket, key = _bucket_key(fs, path)
+    request: dict[str, Any] = {"Bucket": bucket, "Key": key, "Body": data}
+    if mode == CONDITIONAL_WRITES_HONOURED:
+        request["IfNoneMatch"] = "*"
+    elif head_object(fs, path) is not None:
+        raise MetadataExistsError(f"Target file {path.url} already exists.")
+    try:
+        fs.call_s3("put_object", **request)
+    except Exception as exc:
+        if is_unreachable(exc):
+            raise
+        if _stored_bytes_equal(fs, path, data):
+            _LOG.info("_metadata %s: our own write had committed (its answer was lost)", path.url)
+            return
+        if _is_precondition_failure(exc):
+            raise MetadataExistsError(f"Target file {path.url} already exists.") from exc
+        raise
+    finally:
+        fs.invalidate_cache(path.path)
+
+
+def _stored_bytes_equal(fs: Any, path: StoragePath, data: bytes) -> bool:
+    try:
+        stored = fs.cat_file(path.path, max_concurrency=1)  # one GET, no HEAD for the size
+    except Exception:
+        return False
+    return bytes(stored) == data

@@ -8,7 +8,10 @@ with up to 10 fresh names (S11).
 
 The worker path does no directory work at all (S1): no mkdir, no exists/info/ls. On S3 the
 file is an s3fs buffered writer, so a file-backed stream costs exactly one PUT (or the
-multipart set) and a discarded stream uploads nothing.
+multipart set) and a discarded stream uploads nothing. When the commit fails on an object
+store, one HEAD on that failure path decides: an object of the size written is the stream's
+own (its random name is used by nobody else; the answer to a committed upload was lost and
+the retry refused), so the handle is returned; no object means nothing to delete.
 
 Concurrency (S16): I/O operations (write, flush, close_and_get_handle) hold an I/O lock;
 ``close()`` never waits for a slow one. If an operation is in progress, ``close()`` marks
@@ -34,6 +37,7 @@ from ckptstore.errors import (
 from ckptstore.filesystems import (
     delete_file,
     discard_writer,
+    existing_size,
     filesystem_for,
     open_exclusive_write,
     sync_and_close,
@@ -247,15 +251,19 @@ class FsCheckpointStateOutputStream:
             data = bytes(self._buffer)
             self._buffer.clear()
             return ByteStreamStateHandle(f"{self._base_dir.url}/{uuid.uuid4()}", data)
+        committing = False
         try:
             self._spill()
             assert self._writer is not None
             assert self._file is not None
-            size = self._file_pos
             self._file_may_exist = True
+            committing = True
             sync_and_close(self._writer, self._file)
         except Exception as exc:
             target = self._file.url if self._file is not None else self._base_dir.url
+            if committing and self._committed_despite(exc):
+                self._writer = None  # our object is there: nothing to discard or abort
+                return self._handle()
             if isinstance(exc, FileExistsError):
                 # the exclusive commit found another writer's object: never delete that one
                 self._file_may_exist = False
@@ -272,11 +280,38 @@ class FsCheckpointStateOutputStream:
                 self._fs,
             ) from exc
         self._writer = None
+        return self._handle()
+
+    def _committed_despite(self, exc: BaseException) -> bool:
+        """After a failed commit on an object store: is our object there anyway? (one HEAD)
+
+        An answer lost after the server committed the upload makes the client retry; the
+        retried exclusive create then fails (412, or ``NoSuchUpload`` for a multipart
+        completion), or every attempt's answer is lost. The file's name is a random UUID
+        only this stream uses, so an object of the size written is ours. Also decides the
+        cleanup: an absent object needs no delete, another size is not ours to delete.
+        """
+        if not self._object_store or self._file is None or is_unreachable(exc):
+            return False
+        try:
+            size = existing_size(self._fs, self._file)
+        except Exception:
+            return False  # unknown: the usual cleanup decides
+        if size == self._file_pos:
+            return True
+        self._file_may_exist = False
+        return False
+
+    def _handle(self) -> FileStateHandle:
+        assert self._file is not None
         if self._relative:
             return RelativeFileStateHandle(
-                self._file.url, size, relative_path=self._file.name, fs_token=self._fs_token
+                self._file.url,
+                self._file_pos,
+                relative_path=self._file.name,
+                fs_token=self._fs_token,
             )
-        return FileStateHandle(self._file.url, size, fs_token=self._fs_token)
+        return FileStateHandle(self._file.url, self._file_pos, fs_token=self._fs_token)
 
     def close(self) -> None:
         """Discard the stream: delete its own file, if any, and nothing else (S13).

@@ -9,7 +9,10 @@ left out of the counts.
 
 ``reset_filesystem_caches()`` gives a test a fresh process state: it drops the reference's
 per-process file-system instances and s3fs's instance cache, so no client built by an earlier
-test (and no cache it may hold) can hide or add a request.
+test (and no cache it may hold) can hide or add a request. ``reset_process_state()`` also
+forgets what this process learned about the servers' conditional writes (``ckptstore.s3``), so
+the next setup (or first ``_metadata`` publish) probes again: the ``s3`` fixture starts every
+test with it, which makes the probe's three requests deterministic.
 """
 
 from __future__ import annotations
@@ -27,14 +30,18 @@ from ckptstore.paths import parse_storage_path
 
 __all__ = [
     "DIRECTORY_PROBES",
+    "PROBE_KEY",
     "S3Root",
     "new_root",
     "reset_filesystem_caches",
+    "reset_process_state",
     "running_moto",
 ]
 
 #: Requests that look at directories or existence (S1): never on the worker path.
 DIRECTORY_PROBES = ("HeadObject", "HeadBucket", "ListObjects", "ListObjectsV2")
+#: What the key of a conditional-write probe object contains (``ckptstore.s3``).
+PROBE_KEY = "/.ckptstore-probe."
 
 
 @contextlib.contextmanager
@@ -57,6 +64,14 @@ def reset_filesystem_caches() -> None:
 
     filesystems._INSTANCES.clear()
     s3fs.S3FileSystem.clear_instance_cache()
+
+
+def reset_process_state() -> None:
+    """``reset_filesystem_caches`` and forget the conditional-write probe answers."""
+    from ckptstore import s3
+
+    reset_filesystem_caches()
+    s3.reset_conditional_write_modes()
 
 
 @dataclass

@@ -22,7 +22,13 @@ import pytest
 from ckptstore import filesystems
 from ckptstore.paths import parse_storage_path
 from tests.reference._fsroot import FsRoot, SpyFileSystem
-from tests.reference._moto import S3Root, new_root, reset_filesystem_caches, running_moto
+from tests.reference._moto import (
+    S3Root,
+    new_root,
+    reset_filesystem_caches,
+    reset_process_state,
+    running_moto,
+)
 
 
 @pytest.fixture(params=["local", "memory"])
@@ -86,8 +92,10 @@ def moto() -> Iterator[Any]:
 
 @pytest.fixture
 def s3(moto: Any) -> Iterator[S3Root]:
-    """A fresh random root in the moto bucket; caches are reset and the root removed after."""
+    """A fresh random root in the moto bucket, a fresh process state (no client, no probe
+    answer: ``reset_process_state``); caches are reset and the root removed after."""
     root = new_root(moto)
+    reset_process_state()
     try:
         yield root
     finally:

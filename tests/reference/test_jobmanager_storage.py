@@ -427,15 +427,23 @@ def test_negative_checkpoint_id(job_id: JobID, tmp_path: Path) -> None:
 
 
 def test_no_directory_requests_on_object_stores(job_id: JobID) -> None:
-    """MEM3, S1, ACC6: on an object store the coordinator creates no directory."""
+    """MEM3, S1, ACC6: on an object store the coordinator creates no directory.
+
+    Its setup probes conditional writes (issue 9, ``ckptstore.s3``) in the job's checkpoint
+    directory, and that is all.
+    """
     storage = JobManagerCheckpointStorage("s3://bucket/ckpt", savepoint_path="s3://bucket/sp")
     access = storage.create_checkpoint_storage(job_id)
     fake_fs = mock.Mock()
-    with mock.patch("ckptstore.jobmanager_storage.filesystem_for", return_value=fake_fs):
+    with (
+        mock.patch("ckptstore.jobmanager_storage.filesystem_for", return_value=fake_fs),
+        mock.patch("ckptstore.jobmanager_storage.probe_conditional_writes") as probe,
+    ):
         access.initialize_base_locations_for_checkpoint()
         location = access.initialize_location_for_checkpoint(5)
         savepoint = access.initialize_location_for_savepoint(5)
     assert fake_fs.mock_calls == []
+    assert [call.args[1].url for call in probe.mock_calls] == [f"s3://bucket/ckpt/{job_id}"]
     assert isinstance(location, PersistentMetadataCheckpointStorageLocation)
     assert location.checkpoint_directory == f"s3://bucket/ckpt/{job_id}/chk-5"
     assert SAVEPOINT_NAME.match(savepoint.checkpoint_directory.rsplit("/", 1)[1])

@@ -94,9 +94,9 @@ def test_default_budget_bounds_a_persistent_fault(s3: S3Root) -> None:
 
 
 def test_one_attempt_means_one_request(s3: S3Root) -> None:
-    """retry_attempts=1: exactly one PutObject, then the failure path's cleanup DELETE."""
+    """retry_attempts=1: exactly one PutObject, then the failure path's single HEAD."""
     _, rec, _ = _failing_close(s3, retry_attempts=1)
-    assert rec.operations() == {"PutObject": 1, "DeleteObject": 1}, rec.summary()
+    assert rec.operations() == {"PutObject": 1, "HeadObject": 1}, rec.summary()
 
 
 def test_persistent_throttling_fails_within_the_throttle_time(

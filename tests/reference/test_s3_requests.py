@@ -7,6 +7,12 @@ multipart set), an inline stream nothing, the worker path no HEAD/LIST of any ki
 coordinator no directory requests on an object store (ACC5, ACC6), finalizing one PutObject
 (MD2), resolving a pointer one HEAD (PTR9), reading a handle one GET (H1), discarding one
 DELETE (H2), duplicating server-side copies only (TO4).
+
+Issue 9 added two on purpose: the coordinator's once-per-job setup
+(``initialize_base_locations_for_checkpoint``) probes once per process whether the server
+honours conditional writes (PutObject, PutObject refused with 412, DeleteObject of one probe
+object; ``ckptstore.s3``), and a process that publishes ``_metadata`` without any setup probes
+before its first publish. The per-checkpoint path stays one PutObject per ``_metadata``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from ckptstore.api import (
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from tests.reference._moto import (
     DIRECTORY_PROBES,
+    PROBE_KEY,
     S3Root,
 )
 
@@ -191,8 +198,11 @@ def test_finalizing_metadata_costs_exactly_one_put(s3: S3Root) -> None:
     """MD2, MD4: _metadata is published by one exclusive PutObject at finalize, nothing else.
 
     The coordinator's location setup (ACC6) and the metadata stream's creation send nothing.
+    The job's setup ran before (it probes conditional writes once per process: not counted
+    here, see ``test_coordinator_setup_probes_conditional_writes_once``).
     """
     job = JobID.generate()
+    make_storage(s3).create_checkpoint_storage(job).initialize_base_locations_for_checkpoint()
     with s3.record() as rec:
         storage = make_storage(s3)
         access = storage.create_checkpoint_storage(job)
@@ -269,8 +279,23 @@ def test_worker_path_sends_no_head_and_no_list(s3: S3Root) -> None:
 
 def test_coordinator_initialization_sends_nothing_on_s3(s3: S3Root) -> None:
     """ACC1, ACC5, ACC6, ACC7: object stores have no directories, so the coordinator sends
-    no request for them: not for the base locations, chk-<n>, nor a savepoint location."""
+    no directory request: not for the base locations, chk-<n>, nor a savepoint location.
+
+    Issue 9: the first setup in a process probes conditional writes (three requests on one
+    probe object below the job's checkpoint directory, none a HEAD or LIST); every later
+    setup, location and savepoint initialization sends nothing.
+    """
     job = JobID.generate()
+    with s3.record() as first:
+        make_storage(s3).create_checkpoint_storage(job).initialize_base_locations_for_checkpoint()
+    assert [r.operation for r in first.requests] == ["PutObject", "PutObject", "DeleteObject"], (
+        first.summary()
+    )
+    probe_keys = {r.key for r in first.requests}
+    assert len(probe_keys) == 1, first.summary()
+    probe_key = str(probe_keys.pop())
+    assert probe_key.startswith(s3.key_of(s3.sub("checkpoints", str(job))) + PROBE_KEY)
+    assert [r.status for r in first.requests] == [200, 412, 204], first.summary()
     with s3.record() as rec:
         storage = make_storage(s3)
         access = storage.create_checkpoint_storage(job)
@@ -279,11 +304,29 @@ def test_coordinator_initialization_sends_nothing_on_s3(s3: S3Root) -> None:
         savepoint = access.initialize_location_for_savepoint(13, None)
         targeted = access.initialize_location_for_savepoint(14, s3.sub("elsewhere"))
     assert len(rec) == 0, rec.summary()
+    assert access.conditional_writes == "honoured"
     assert location.metadata_file_path == s3.sub("checkpoints", str(job), "chk-12", "_metadata")
     prefix = s3.sub("savepoints", f"savepoint-{str(job)[:6]}-")
     assert savepoint.metadata_file_path.startswith(prefix)
     assert targeted.metadata_file_path.startswith(s3.sub("elsewhere", "savepoint-"))
     assert s3.keys() == []
+
+
+def test_first_publish_without_setup_probes_once(s3: S3Root) -> None:
+    """Issue 9: a process that publishes _metadata without having run the setup probes
+    before its first publish (the probe goes below the job's checkpoint directory); its
+    later checkpoints cost one PutObject each."""
+    job = JobID.generate()
+    with s3.record() as first:
+        finalize_checkpoint(make_storage(s3), job, 1)
+    ops = [r.operation for r in first.requests]
+    assert ops == ["PutObject", "PutObject", "DeleteObject", "PutObject"], first.summary()
+    assert all(PROBE_KEY in str(r.key) for r in first.requests[:3]), first.summary()
+    with s3.record() as later:
+        finalize_checkpoint(make_storage(s3), job, 2)
+    assert later.operations() == {"PutObject": 1}, later.summary()
+    keys = s3.keys()
+    assert not [key for key in keys if PROBE_KEY in "/" + key.rsplit("/", 1)[-1]]
 
 
 # --------------------------------------------------------------------------- pointers and handles
@@ -388,6 +431,10 @@ def test_entropy_on_s3(s3: S3Root) -> None:
         entropy_key=key,
         entropy_length=4,
     )
+    with s3.record() as setup:  # the probe: below the checkpoint directory without the key
+        storage.create_checkpoint_storage(job).initialize_base_locations_for_checkpoint()
+    assert setup.operations() == {"PutObject": 2, "DeleteObject": 1}, setup.summary()
+    assert all(key not in str(r.key) for r in setup.requests), setup.summary()
     with s3.record() as rec:
         access = storage.create_checkpoint_storage(job)
         access.initialize_base_locations_for_checkpoint()

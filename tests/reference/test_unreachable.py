@@ -5,7 +5,9 @@ EndpointConnectionError, ParamValidationError) escaped the contract after 10-15 
 retries. Now every public method that sends a request raises one of the contract's OSError
 subclasses within the retry budget (``ckptstore.filesystems.retry_budget``), naming the
 endpoint and the path and never a secret. Methods that send nothing to an object store
-(``initialize_*`` on S3, ``resolve_checkpoint_storage_location``) succeed, as they must (S1).
+(``initialize_location_*`` on S3, ``resolve_checkpoint_storage_location``) succeed, as they must
+(S1); the once-per-job setup ``initialize_base_locations_for_checkpoint`` probes conditional
+writes on S3 (issue 9), so it fails like the others.
 
 Most cases run with a one-attempt budget (``max_attempts: 0``) to stay fast; a few run with
 the defaults to check the default bound, and one against an endpoint that never accepts a
@@ -71,8 +73,7 @@ def _operations(endpoint: str, options: dict[str, Any]) -> list[tuple[str, Calla
     )
     job = JobID.generate()
     access = storage.create_checkpoint_storage(job)
-    access.initialize_base_locations_for_checkpoint()  # nothing to send on S3 (S1)
-    location = access.initialize_location_for_checkpoint(1)
+    location = access.initialize_location_for_checkpoint(1)  # nothing to send on S3 (S1)
     savepoint = access.initialize_location_for_savepoint(1)
     factory = access.resolve_checkpoint_storage_location(1, location.location_reference)
     token = register_filesystem("s3", options, authorities=[BUCKET])
@@ -109,6 +110,10 @@ def _operations(endpoint: str, options: dict[str, Any]) -> list[tuple[str, Calla
             stream.close()
 
     return [
+        ("access.initialize_base_locations_for_checkpoint (conditional-write probe)",
+         access.initialize_base_locations_for_checkpoint),
+        ("jobmanager initialize_base_locations_for_checkpoint (conditional-write probe)",
+         jm_access.initialize_base_locations_for_checkpoint),
         ("storage.resolve_checkpoint", lambda: storage.resolve_checkpoint(f"{base}/j/chk-1")),
         ("access.resolve_checkpoint", lambda: access.resolve_checkpoint(f"{base}/j/chk-1")),
         ("exclusive stream close_and_get_handle",
@@ -158,7 +163,7 @@ def test_every_public_method_maps_an_unreachable_endpoint(refused: str) -> None:
         name: _check(name, call, refused, bound=5.0)
         for name, call in _operations(refused, _options(refused, **FAST))
     }
-    assert len(timings) == 20
+    assert len(timings) == 22
 
 
 def test_unreachable_is_a_connection_error(refused: str) -> None:
