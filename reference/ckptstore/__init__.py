@@ -8,7 +8,9 @@ Modules: ``api`` (the contract), ``errors`` (typed errors, each a subclass of th
 contract names), ``validation`` (the one argument check of every public constructor and
 method), ``redaction`` (``redact``/``redact_text``: what ``repr``, errors and logs show),
 ``io_errors`` (the one mapping of file-system failures to the contract's ``OSError`` types),
-``filesystems`` (registry, raw operations, the S3 retry budget: ``retry_budget``), ``paths``
+``filesystems`` (registry, raw operations, the S3 retry budget: ``retry_budget``), ``s3``
+(what the reference does on S3 beyond fsspec: the ``retry_attempts``/``retry_seconds``
+budget, the conditional-write probe, deletes that abort open uploads), ``paths``
 (Flink's Path normalisation), ``layout`` (the names disposal may delete), ``leftovers``
 (crash leftovers: ``FileSystemCheckpointStorage.find_leftovers``/``clean_leftovers``), and the
 storages themselves.

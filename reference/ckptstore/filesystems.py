@@ -62,8 +62,9 @@ which the coordinator creates with ``makedirs``.
 The raw operations here are the only places that touch a file system's quirks: exclusive
 file creation, the atomic exclusive publish of ``_metadata`` (on S3 with the conditional-write
 probe of ``ckptstore.s3``: :func:`probe_conditional_writes`, :func:`conditional_write_mode`),
-deletes that tolerate a missing target, a GET-only read on S3 and server-side copies.
-Failures leave them as the contract's ``OSError`` subclasses through ``ckptstore.io_errors``.
+deletes that tolerate a missing target (on S3 a directory's delete also aborts its open
+multipart uploads), a GET-only read on S3 and server-side copies. Failures leave them as the
+contract's ``OSError`` subclasses through ``ckptstore.io_errors``.
 """
 
 from __future__ import annotations
@@ -112,8 +113,10 @@ __all__ = [
     "OBJECT_STORE_SCHEMES",
     "S3_DEFAULTS",
     "S3_SCHEMES",
+    "OpenUpload",
     "RetryBudget",
     "SchemeTraits",
+    "abort_open_upload",
     "authority_of",
     "conditional_write_mode",
     "copy_exclusive",
@@ -127,6 +130,7 @@ __all__ = [
     "get_filesystem",
     "is_available_scheme",
     "list_directory",
+    "list_open_uploads",
     "make_directories",
     "make_directory_exclusive",
     "open_exclusive_write",
@@ -836,9 +840,15 @@ def delete_file(fs: Any, path: StoragePath) -> None:
 def delete_tree(fs: Any, path: StoragePath) -> None:
     """Delete a directory and everything below it; missing is fine (MD6, MD7, T-CCL1).
 
-    Callers confine it to directories the storage's layout names (``ckptstore.layout``).
+    S3: ``ckptstore.s3.delete_below``: the open multipart uploads below the directory are
+    aborted (ListMultipartUploads), then one ListObjectsV2 and one DeleteObjects per 1000
+    keys; a bucket's root is refused. Elsewhere ``fs.rm(recursive=True)``. Callers confine it
+    to directories the storage's layout names (``ckptstore.layout``).
     """
     with io_errors("delete", path, fs, any_exception=True):
+        if path_is_s3(path):
+            s3.delete_below(fs, path)
+            return
         try:
             fs.rm(path.path, recursive=True)
         except FileNotFoundError:
@@ -847,6 +857,45 @@ def delete_tree(fs: Any, path: StoragePath) -> None:
             if exc.errno == errno.ENOENT:
                 return
             raise
+
+
+@dataclass(frozen=True, slots=True)
+class OpenUpload:
+    """An S3 multipart upload that was started and neither completed nor aborted."""
+
+    path: StoragePath
+    upload_id: str
+    #: when it was started (UTC), as the server reports it
+    initiated: Any
+
+
+def list_open_uploads(fs: Any, directory: StoragePath) -> list[OpenUpload] | None:
+    """The open multipart uploads below ``directory`` (S3: ListMultipartUploads per 1000).
+
+    ``None`` where there are none to find (other file systems) or the server does not
+    implement the listing (s3rver answers 501).
+    """
+    if not path_is_s3(directory):
+        return None
+    with io_errors("list the open uploads below", directory, fs, any_exception=True):
+        found = s3.list_open_uploads(fs, directory)
+    if found is None:
+        return None
+    bucket = authority_of(directory)
+    uploads = []
+    for item in found:
+        key = str(item.get("Key", ""))
+        if key:
+            path = StoragePath(directory.scheme, f"{bucket}/{key}")
+            uploads.append(OpenUpload(path, str(item.get("UploadId", "")), item.get("Initiated")))
+    return uploads
+
+
+def abort_open_upload(fs: Any, upload: OpenUpload) -> None:
+    """Abort an open multipart upload (S3 AbortMultipartUpload); a finished one is fine."""
+    bucket, key, _ = fs.split_path(upload.path.path)
+    with io_errors("abort the upload of", upload.path, fs, any_exception=True):
+        s3.abort_upload(fs, str(bucket), str(key), upload.upload_id)
 
 
 def existing_size(fs: Any, path: StoragePath) -> int | None:

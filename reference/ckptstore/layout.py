@@ -10,7 +10,8 @@ The storage creates exactly these names, so it deletes nothing else:
   (``._metadata.<32 hex>.inprogress``, ``ckptstore.filesystems.publish_exclusive``) and the
   S3 conditional-write probes (``.ckptstore-probe.<32 hex>``, ``ckptstore.s3``, in the
   checkpoint directory): the crash leftover scan (``ckptstore.leftovers``) removes only such
-  files;
+  files, and aborts only open multipart uploads of state files in checkpoint and savepoint
+  directories;
 * task-owned and shared state: only single files, through their handles (H2, TO3).
 
 Why: a pointer may come from a user or a REST call, and a pointer to any file resolves (PTR7,

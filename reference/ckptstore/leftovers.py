@@ -21,6 +21,9 @@ In those directories, and nowhere else, a leftover is
   the job's checkpoint directory (or the savepoint directory), left by a coordinator that
   died between creating and deleting it (``ckptstore.s3``);
 * ``orphaned-state``: a state file (a UUID name, L3) in a directory without ``_metadata``;
+* ``open-upload`` (S3): an open multipart upload of a state file in a ``chk-<n>`` or
+  ``savepoint-...`` directory (a writer that crashed mid-upload; no listing of objects shows
+  it, and nothing can ever complete it), with or without ``_metadata`` there: it is aborted;
 * ``abandoned-directory`` (file systems with directories only): a directory without
   ``_metadata`` that holds nothing but such leftovers;
 
@@ -33,23 +36,27 @@ TO3), files with other names, nested directories, anything outside the layout.
 
 Removal deletes single files (``discard``-style, never recursively) after checking once more
 that the directory still has no ``_metadata``, then removes a directory only if it is empty.
-On S3, incomplete multipart uploads of crashed writers are not visible to a listing: use the
-bucket's ``AbortIncompleteMultipartUpload`` lifecycle rule for those.
+On S3, open multipart uploads are found with one ListMultipartUploads per scanned base
+directory (a server that does not implement it, such as s3rver, has none to report); the
+bucket's ``AbortIncompleteMultipartUpload`` lifecycle rule remains a good second line.
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ckptstore.api import METADATA_FILE_NAME, SAVEPOINT_DIR_PREFIX, JobID
 from ckptstore.filesystems import (
+    OpenUpload,
+    abort_open_upload,
     delete_file,
     file_info,
     filesystem_for,
     list_directory,
+    list_open_uploads,
     remove_empty_directory,
     traits_for,
 )
@@ -77,6 +84,7 @@ LEFTOVER_KINDS = (
     "metadata-staging",
     "write-probe",
     "orphaned-state",
+    "open-upload",
     "abandoned-directory",
 )
 
@@ -146,6 +154,8 @@ class _Directory:
     has_metadata: bool
     others: int
     modified: datetime.datetime | None
+    #: open uploads to abort, by the URL of their leftover
+    uploads: dict[str, list[OpenUpload]] = field(default_factory=dict)
 
 
 def _scan_directory(
@@ -226,10 +236,38 @@ def _scan(
                     Leftover(path.url, "abandoned-directory", None, scanned.modified, path.url)
                 )
             scanned_dirs[path.url] = scanned
+        _add_open_uploads(fs, scope, cutoff, scanned_dirs)
         if probes.leftovers:
             result.append(probes)
         result.extend(d for d in scanned_dirs.values() if d.leftovers)
     return result
+
+
+def _add_open_uploads(
+    fs: Any, scope: _Scope, cutoff: datetime.datetime, directories: dict[str, _Directory]
+) -> None:
+    """Open uploads of state files in the scope's layout directories (S3 only)."""
+    for upload in list_open_uploads(fs, scope.base) or ():
+        directory = upload.path.parent
+        started = upload.initiated
+        if (
+            directory.parent != scope.base
+            or not scope.accepts(directory.name)
+            or not is_state_file_name(upload.path.name)
+            or not isinstance(started, datetime.datetime)
+            or not upload.upload_id
+        ):
+            continue
+        started = started if started.tzinfo else started.replace(tzinfo=datetime.UTC)
+        if started > cutoff:
+            continue
+        scanned = directories.setdefault(
+            directory.url, _Directory(directory, [], False, 0, None)
+        )
+        url = upload.path.url
+        if url not in scanned.uploads:
+            scanned.leftovers.append(Leftover(url, "open-upload", None, started, directory.url))
+        scanned.uploads.setdefault(url, []).append(upload)
 
 
 def find_leftovers(
@@ -244,7 +282,8 @@ def find_leftovers(
     """Every leftover of ``job_id`` in the layout (module docstring), sorted by URL.
 
     ``older_than`` is in seconds; ``now`` (UTC) is for tests. Costs one listing of each
-    scanned directory (on S3: ListObjectsV2 requests), nothing else.
+    scanned directory (on S3: ListObjectsV2 requests) and, on S3, one ListMultipartUploads
+    per base directory; nothing else.
     """
     directories = _scan(checkpoints_dir, savepoint_dir, job_id, token_for, older_than, now)
     return sorted((item for d in directories for item in d.leftovers), key=lambda x: x.url)
@@ -264,7 +303,8 @@ def clean_leftovers(
 
     Per directory: if ``_metadata`` appeared since the scan (a checkpoint finalized
     meanwhile), its state files are kept (only staging files go); files are deleted one by
-    one, never recursively; an abandoned directory is removed only if it is empty by then.
+    one, never recursively; open uploads are aborted; an abandoned directory is removed only
+    if it is empty by then.
     ``dry_run`` removes nothing and returns what would be removed.
     """
     directories = _scan(checkpoints_dir, savepoint_dir, job_id, token_for, older_than, now)
@@ -281,6 +321,10 @@ def clean_leftovers(
             elif item.kind == "abandoned-directory":
                 if remove_empty_directory(fs, directory.path):
                     removed.append(item)
+            elif item.kind == "open-upload":
+                for upload in directory.uploads.get(item.url, ()):
+                    abort_open_upload(fs, upload)
+                removed.append(item)
             else:
                 delete_file(fs, _child(directory, item))
                 removed.append(item)
@@ -288,7 +332,7 @@ def clean_leftovers(
 
 
 #: Removed even from a directory whose ``_metadata`` appeared meanwhile (nothing refers to them).
-_ALWAYS_REMOVED = frozenset({"metadata-staging", "write-probe"})
+_ALWAYS_REMOVED = frozenset({"metadata-staging", "write-probe", "open-upload"})
 
 
 def _child(directory: _Directory, item: Leftover) -> StoragePath:

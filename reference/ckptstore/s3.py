@@ -1,4 +1,4 @@
-"""What the reference does on S3 beyond plain fsspec: retry budget, conditional writes.
+"""What the reference does on S3 beyond plain fsspec: retry budget, conditional writes, deletes.
 
 Retry budget
 ------------
@@ -66,6 +66,14 @@ of a process that ran no setup. The answer is cached (:func:`conditional_write_m
   split brain); a warning is logged once per endpoint and bucket. A server that rejects the
   header (501 NotImplemented) gets the same mode, and its PUT is sent without the header.
 
+Deletes
+-------
+:func:`delete_below` deletes everything below a directory by itself (not ``fs.rm``): it lists
+the open multipart uploads below the prefix (ListMultipartUploads) and aborts them, then sends
+one ListObjectsV2 and one DeleteObjects per 1000 keys. Empty or missing: two requests. A server
+without ListMultipartUploads (s3rver answers 501) is tolerated. Callers confine it to the
+layout (``ckptstore.layout``); it refuses a bucket's root.
+
 This module is imported by ``ckptstore.filesystems``; s3fs and botocore are imported lazily.
 """
 
@@ -80,7 +88,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ckptstore.errors import MetadataExistsError
+from ckptstore.errors import DisposalRefusedError, MetadataExistsError
 from ckptstore.io_errors import endpoint_label, is_unreachable
 from ckptstore.paths import StoragePath
 from ckptstore.redaction import get_logger, redact_text
@@ -96,12 +104,15 @@ __all__ = [
     "RETRY_ATTEMPTS",
     "RETRY_SECONDS",
     "RetryPolicy",
+    "abort_upload",
     "apply_retry_budget",
     "conditional_write_mode",
+    "delete_below",
     "error_code",
     "has_object_of_size",
     "head_object",
     "instantiate",
+    "list_open_uploads",
     "policy_of",
     "probe_conditional_writes",
     "publish_metadata",
@@ -126,6 +137,7 @@ CONDITIONAL_WRITES_NATIVE = "honoured"
 #: The probe object's name: this prefix and 32 hex characters (``ckptstore.layout``).
 PROBE_PREFIX = ".ckptstore-probe."
 
+_PAGE = 1000
 _STARTED = "ckptstore_started"
 _BUDGET_ID = "ckptstore-retry-budget"
 
@@ -545,3 +557,102 @@ def _stored_bytes_equal(fs: Any, path: StoragePath, data: bytes) -> bool:
     except Exception:
         return False
     return bytes(stored) == data
+
+
+# --------------------------------------------------------------------------- deletes
+
+
+def _prefix(fs: Any, directory: StoragePath) -> tuple[str, str]:
+    bucket, key = _bucket_key(fs, directory)
+    key = key.strip("/")
+    if not bucket or not key:
+        raise DisposalRefusedError(
+            f"refused to delete everything in the bucket of {redact_text(directory.url)}: "
+            "only a directory below a bucket's root can be deleted. Nothing was deleted."
+        )
+    return bucket, key + "/"
+
+
+def list_open_uploads(fs: Any, directory: StoragePath) -> list[dict[str, Any]] | None:
+    """The open multipart uploads below ``directory`` (ListMultipartUploads, per 1000).
+
+    ``None`` when the server does not implement the listing (s3rver: 501).
+    """
+    bucket, prefix = _prefix(fs, directory)
+    uploads: list[dict[str, Any]] = []
+    markers: dict[str, str] = {}
+    while True:
+        try:
+            page = fs.call_s3(
+                "list_multipart_uploads", Bucket=bucket, Prefix=prefix, MaxUploads=_PAGE,
+                **markers,
+            )
+        except Exception as exc:
+            if _not_implemented(exc) or error_code(exc) in ("MethodNotAllowed", "405"):
+                _LOG.debug("ListMultipartUploads is not implemented at %s", endpoint_label(
+                    fs, directory.scheme))
+                return None
+            raise
+        uploads.extend(dict(item) for item in page.get("Uploads") or ())
+        if not page.get("IsTruncated"):
+            return uploads
+        key_marker = page.get("NextKeyMarker")
+        upload_marker = page.get("NextUploadIdMarker")
+        if not key_marker:
+            return uploads
+        markers = {"KeyMarker": key_marker}
+        if upload_marker:
+            markers["UploadIdMarker"] = upload_marker
+
+
+def abort_upload(fs: Any, bucket: str, key: str, upload_id: str) -> None:
+    """AbortMultipartUpload; one that is gone already (NoSuchUpload) is fine."""
+    try:
+        fs.call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id)
+    except FileNotFoundError:
+        return
+    except Exception as exc:
+        if error_code(exc) == "NoSuchUpload":
+            return
+        raise
+
+
+def delete_below(fs: Any, directory: StoragePath) -> None:
+    """Delete every object below ``directory`` and abort its open multipart uploads.
+
+    Requests: ListMultipartUploads (+ one AbortMultipartUpload per open upload), then one
+    ListObjectsV2 and one DeleteObjects per 1000 keys. Objects the server reports as not
+    deleted raise ``CheckpointIOError`` naming the first one.
+    """
+    bucket, prefix = _prefix(fs, directory)
+    for upload in list_open_uploads(fs, directory) or ():
+        abort_upload(fs, bucket, str(upload["Key"]), str(upload["UploadId"]))
+    token: str | None = None
+    while True:
+        request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": _PAGE}
+        if token:
+            request["ContinuationToken"] = token
+        page = fs.call_s3("list_objects_v2", **request)
+        keys = [str(item["Key"]) for item in page.get("Contents") or ()]
+        if keys:
+            _delete_keys(fs, bucket, keys)
+        token = page.get("NextContinuationToken")
+        if not page.get("IsTruncated") or not token:
+            break
+    fs.invalidate_cache(directory.path)
+
+
+def _delete_keys(fs: Any, bucket: str, keys: list[str]) -> None:
+    answer = fs.call_s3(
+        "delete_objects",
+        Bucket=bucket,
+        Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True},
+    )
+    errors = [e for e in answer.get("Errors") or () if e.get("Code") != "NoSuchKey"]
+    if errors:
+        first = errors[0]
+        raise OSError(
+            errno.EIO,
+            f"{len(errors)} of {len(keys)} objects were not deleted; the first: "
+            f"{first.get('Key')}: {first.get('Code')} {first.get('Message')}",
+        )

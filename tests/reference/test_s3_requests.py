@@ -12,7 +12,9 @@ Issue 9 added two on purpose: the coordinator's once-per-job setup
 (``initialize_base_locations_for_checkpoint``) probes once per process whether the server
 honours conditional writes (PutObject, PutObject refused with 412, DeleteObject of one probe
 object; ``ckptstore.s3``), and a process that publishes ``_metadata`` without any setup probes
-before its first publish. The per-checkpoint path stays one PutObject per ``_metadata``.
+before its first publish. The per-checkpoint path stays one PutObject per ``_metadata``. And a
+directory's delete is the reference's own (ListMultipartUploads, then one ListObjectsV2 and
+one DeleteObjects per 1000 keys) instead of s3fs's ``rm``.
 """
 
 from __future__ import annotations
@@ -327,6 +329,36 @@ def test_first_publish_without_setup_probes_once(s3: S3Root) -> None:
     assert later.operations() == {"PutObject": 1}, later.summary()
     keys = s3.keys()
     assert not [key for key in keys if PROBE_KEY in "/" + key.rsplit("/", 1)[-1]]
+
+
+def test_disposing_costs_one_list_and_one_delete_per_1000_keys(s3: S3Root) -> None:
+    """MD6, MD7 on S3 (issue 9): the reference deletes a directory itself: one
+    ListMultipartUploads (ledger: Other), one ListObjectsV2 and one DeleteObjects for up to
+    1000 keys; an empty directory costs the two listings. (s3fs's ``rm`` sent one
+    ListObjectsV2 and one DeleteObjects here, but three listings and two HEADs for an empty
+    directory, and aborted no upload.)"""
+    job = JobID.generate()
+    storage = make_storage(s3)
+    access = storage.create_checkpoint_storage(job)
+    location = access.initialize_location_for_checkpoint(20)
+    for scope in (EXCLUSIVE, EXCLUSIVE, SHARED):
+        stream = location.create_checkpoint_state_output_stream(scope)
+        stream.write(os.urandom(FILE_SIZE))
+        stream.close_and_get_handle()
+    with location.create_metadata_output_stream() as out:
+        out.write(b"metadata")
+        completed = out.close_and_finalize_checkpoint()
+    with s3.record() as rec:
+        completed.dispose_storage_location()
+    assert rec.operations() == {"Other": 1, "ListObjectsV2": 1, "DeleteObjects": 1}, rec.summary()
+    assert "uploads" in rec.filter(operation="Other")[0].query
+    keys = s3.keys()
+    assert [k for k in keys if "/chk-20/" in k] == []
+    assert len([k for k in keys if "/shared/" in k]) == 1  # never below chk-20
+    empty = access.initialize_location_for_checkpoint(21)
+    with s3.record() as rec:
+        empty.dispose_on_failure()
+    assert rec.operations() == {"Other": 1, "ListObjectsV2": 1}, rec.summary()
 
 
 # --------------------------------------------------------------------------- pointers and handles
