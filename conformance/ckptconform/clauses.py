@@ -63,6 +63,9 @@ CAPABILITIES: dict[str, str] = {
     "memory-limit": "A maximum state size (JobManagerCheckpointStorage's max_state_size).",
     "retry-budget": "The storage takes a retry budget as options: retry_attempts (requests "
     "per operation, >= 1) and retry_seconds (seconds per operation), and gives up within them.",
+    "redacts-secrets": "repr() and str() of storages, accesses, locations, streams, handles "
+    "and completed locations, and the messages of the errors they raise, never show the "
+    "secrets of the storage's configuration (passwords in URLs, secret keys, session tokens).",
 }
 
 #: Clause groups in report order, with a one-line description.
@@ -79,6 +82,7 @@ GROUPS: dict[str, str] = {
     "MD": "metadata and finalization",
     "DIS": "disposal",
     "MEM": "JobManager storage limits",
+    "BAD": "bad input, hostile pointers and secrets",
     "SPK": "distributed execution on Spark",
     "REQ": "request budgets",
 }
@@ -506,6 +510,117 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "Without a configured maximum, 5 MiB of state is accepted and 5 MiB + 1 byte fails (Flink "
      "DEFAULT_MAX_STATE_SIZE, PyFlink).",
      ("CS3", "CC5")),
+    # ------------------------------------------------------------------ BAD
+    ("BAD-1", "MUST", (), "bad arguments raise TypeError or ValueError",
+     "Every public method of the contract, called with one bad argument of the suite's corpus "
+     "and every other argument valid, raises TypeError or ValueError (subclasses accepted) and "
+     "no other exception (not AttributeError, KeyError, OSError or a client library's): job "
+     "ids that are not JobIDs (None, numbers, bytes, strings that are not 32 hex digits); "
+     "pointers and savepoint targets that are not strings; ids given to "
+     "initialize_location_for_checkpoint, initialize_location_for_savepoint (with and without "
+     "a target) and resolve_checkpoint_storage_location that are not ints (None, 'x', '1', "
+     "1.0, NaN, True, b'1', Decimal) or lie outside the Java long range (2**63, -2**63-1), and "
+     "negative ids for initialize_location_for_checkpoint; location "
+     "references that are not CheckpointStorageLocationReferences; scopes that are neither "
+     "CheckpointedStateScope members nor their values (and None as duplicate's scope); handles "
+     "and handle lists that are not state handles, given to resolve_handle and to the "
+     "can_fast_duplicate and duplicate of a stream factory and of the task-owned toolset "
+     "(can_fast_duplicate may answer False instead, as Flink does); write() data that is not "
+     "bytes, bytearray or memoryview, on state, task-owned and metadata streams; and a "
+     "hypothesis sample of such values (decision: Java's types rule these out in Flink; the "
+     "contract maps NullPointerException to TypeError and IllegalArgumentException to "
+     "ValueError).",
+     ("decision", "ACC6", "S17")),
+    ("BAD-2", "MUST", (), "None is a TypeError, ids out of range a ValueError",
+     "In BAD-1's corpus, None as a job id, pointer, checkpoint or savepoint id, location "
+     "reference, handle, handle list or write() data raises TypeError, and an id outside the "
+     "Java long range (-2**63 .. 2**63-1), or a negative id given to "
+     "initialize_location_for_checkpoint, raises ValueError (subclasses accepted; "
+     "can_fast_duplicate may answer False instead) (Flink: NullPointerException, "
+     "IllegalArgumentException, ACC6; ids are Java longs so that Flink can read what was "
+     "written).",
+     ("PTR2", "ACC6", "decision")),
+    ("BAD-3", "SHOULD", (), "stricter argument checks than Flink's",
+     "In BAD-1's corpus, an argument of the wrong type (a str, float, bool, bytes or Decimal as "
+     "an id; bytes, a number, a list or another object as a job id, pointer, scope, reference, "
+     "handle or write() data; a str as a reference, handle or data; strings given as a scope "
+     "or a job id count as invalid values, not types) raises TypeError, not only ValueError "
+     "(Python's convention; the contract also allows "
+     "ValueError, Flink's IllegalArgumentException, and the reference raises an error that is "
+     "both); a negative id given to initialize_location_for_savepoint or "
+     "resolve_checkpoint_storage_location raises ValueError; and None as the scope of "
+     "create_checkpoint_state_output_stream or can_fast_duplicate raises TypeError (Flink "
+     "checks ids only in initializeLocationForCheckpoint, ACC6, ignores the savepoint id, ACC7, "
+     "and takes a null scope as shared, S3).",
+     ("ACC6", "ACC7", "ACC9", "S3", "decision")),
+    ("BAD-4", "MUST", (), "hostile pointers and references",
+     "resolve_checkpoint of the storage and of an access, given the corpus's hostile pointers "
+     "(empty, blank, NUL, newline and other control characters, lone surrogates that are not "
+     "UTF-8, longer than 4096 characters, unknown schemes, percent-encoded segments such as "
+     "'%2e%2e' and '%2f', and '.', '..' and empty segments below the test's root, plus a "
+     "hypothesis sample of such segments appended to a checkpoint's pointer), raises "
+     "TypeError, ValueError or OSError (FileNotFoundError included) or resolves, and raises "
+     "no other exception. A pointer whose '.', '..' and empty segments, normalised as Flink's "
+     "Path does, name a checkpoint's directory or metadata file resolves, if it resolves, to "
+     "that checkpoint (its metadata bytes) with an external_pointer that has no '.' or '..' "
+     "segment; every other pointer of the corpus, among them one whose '%2e%2e' segment would "
+     "lead to a checkpoint if it were decoded, does not resolve; pointers whose '..' segments "
+     "climb above the test's root need only a typed outcome. "
+     "resolve_checkpoint_storage_location given location references whose bytes are no usable "
+     "path reference (no magic number, not UTF-8, NUL, '/..', an unknown scheme, 5000 "
+     "characters) raises TypeError, ValueError or OSError or returns (Flink's JobManager "
+     "storage ignores references). (Flink's Path normalises '.', '..' and '//' and keeps '%' "
+     "literal; PTR1, PTR3, PTR4, ACC9.)",
+     ("PTR1", "PTR3", "PTR4", "PTR8", "ACC9", "REF3")),
+    ("BAD-5", "MUST", ("savepoints",), "hostile savepoint targets",
+     "initialize_location_for_savepoint with a target that is empty or blank, contains NUL, "
+     "is longer than 4096 characters or has an unknown scheme raises TypeError, ValueError or "
+     "OSError, at initialization or at the latest when the savepoint's metadata is finalized, "
+     "and no other exception; with a target below the test's root whose '.' and '..' segments "
+     "stay below it, it either raises one of these or puts the savepoint directly below the "
+     "normalised target, with an external_pointer that has no '.' or '..' segment, and creates "
+     "no directory that the target only passes through (Flink's Path normalises the target "
+     "before mkdirs and rejects blank paths, ACC7).",
+     ("ACC7", "PTR1", "L5")),
+    ("BAD-6", "MUST", (), "bad input changes nothing",
+     "After BAD-1's and BAD-2's fixed corpus (the calls every storage must refuse, among them "
+     "duplicate() of a list whose first handle is valid and whose second is not, and "
+     "initialize_location_for_savepoint with a bad id and a target below the test's root) and "
+     "BAD-4's hostile pointers and references, a raw listing of the test's root and of the "
+     "working directory, with every file's size and SHA-256, is the same as before; and the "
+     "same storage, access, open location and stream factory then still write exclusive, "
+     "shared and task-owned state, finalize, resolve (also through a fresh storage), read "
+     "every byte back and dispose (decision: arguments are checked before anything is "
+     "written).",
+     ("decision", "S17")),
+    ("BAD-7", "SHOULD", ("file-layout",), "disposal deletes only checkpoint directories",
+     "A location resolved from a pointer that names no chk-<n> or savepoint directory (a "
+     "directory with a _metadata file but another name, its _metadata or another file in it, "
+     "the same reached by '..' from a checkpoint, a file in the job or checkpoint base "
+     "directory, the job and base directories themselves, a shared or task-owned state file) "
+     "either does not resolve or, when disposed with dispose_storage_location, deletes and "
+     "changes nothing outside chk-<n> and savepoint-<job>-<suffix> directories (compared in a "
+     "raw listing of the test's root with every file's size and SHA-256); and where savepoints "
+     "is claimed, dispose_on_failure of a savepoint located below an existing directory "
+     "deletes nothing outside them that existed before (decision; Flink resolves any file as "
+     "metadata, PTR7, and "
+     "since FLINK-38909 deletes its parent directory recursively, MD6, so Flink does not meet "
+     "this).",
+     ("PTR7", "MD6", "decision")),
+    ("BAD-8", "MUST", ("redacts-secrets",), "secrets are never shown",
+     "On object-store backends, with storage_options holding secrets (an endpoint URL with "
+     "user:password@ userinfo on "
+     "127.0.0.1 at a port that refuses connections, a secret key and client_kwargs' "
+     "aws_session_token; retry_attempts 1 and retry_seconds 5 where retry-budget is claimed; "
+     "steps still running after 20 seconds are abandoned unchecked), repr() and str() of the "
+     "storage, its "
+     "access, locations, stream factories, streams, handles, the task-owned toolset and "
+     "completed locations, and str() and repr() of every error their methods raise, with its "
+     "causes and contexts, contain none of these secrets; on object-store backends that "
+     "accept any credentials the same holds for a storage that reaches the store with a "
+     "secret key and session token (state written, finalized, resolved, read, disposed), and "
+     "elsewhere for the backend's own secret (decision; the contract's untrusted-input rules).",
+     ("decision",)),
     # ------------------------------------------------------------------ SPK
     ("SPK-1", "MUST", (), "storages ship to executors",
      "A storage pickled on the coordinator and unpickled by tasks in other processes (Spark "

@@ -14,20 +14,65 @@ exactly as on moto, and the suite and the implementation see the server through 
 suite. When the server refuses requests through the proxy (servers that route on the ``Host``
 header, such as AWS S3 itself: see ``ckptconform.proxy``) while a direct bucket check works, the
 leg runs directly against the server without a ledger, with a warning; counting clauses skip.
+
+The suite never hangs on a server that does not answer: the raw client has a connect timeout
+and a small retry budget (``RAW_CLIENT_LIMITS``), and ``--s3-endpoint`` is probed with one TCP
+connect before the run (``availability``), so an endpoint that cannot be reached is a skip with
+the reason or, with ``--require-legs=s3``, a usage error within seconds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import warnings
 from collections.abc import Iterator
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from ckptconform.backends.base import Backend, BackendUnavailableError
 from ckptconform.ledger import RAW_USER_AGENT
 
-__all__ = ["S3Backend", "S3EndpointBackend", "s3_missing_packages"]
+__all__ = [
+    "PROBE_TIMEOUT_SECONDS",
+    "RAW_CLIENT_LIMITS",
+    "S3Backend",
+    "S3EndpointBackend",
+    "endpoint_unreachable",
+    "s3_missing_packages",
+]
+
+#: The raw client's bounds: a refused or silent server fails within seconds, not minutes.
+#: botocore: ``connect_timeout`` in seconds and ``max_attempts`` retries; s3fs: ``retries``.
+RAW_CLIENT_LIMITS: dict[str, Any] = {
+    "connect_timeout": 3,
+    "retries": {"max_attempts": 2},
+    "s3fs_retries": 2,
+}
+#: How long the TCP probe of ``--s3-endpoint`` waits for a connection.
+PROBE_TIMEOUT_SECONDS = 3.0
+
+
+def endpoint_unreachable(url: str, timeout: float = PROBE_TIMEOUT_SECONDS) -> str | None:
+    """``None`` when a TCP connection to ``url``'s host and port opens, else why not.
+
+    The reason names the endpoint as scheme://host:port (never userinfo) and the error.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        return f"invalid endpoint URL: {exc}"
+    if not parts.hostname or parts.scheme not in ("http", "https"):
+        return "the endpoint must be an http:// or https:// URL with a host"
+    shown = f"{parts.scheme}://{parts.hostname}:{port}"
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        why = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        return f"cannot connect to {shown} within {timeout:g} s: {why}"
 
 
 def s3_missing_packages() -> str | None:
@@ -81,12 +126,18 @@ class S3Backend(Backend):
     def _make_raw(self) -> Any:
         import s3fs
 
-        return s3fs.S3FileSystem(
-            skip_instance_cache=True,
-            use_listings_cache=False,
-            config_kwargs={"user_agent_extra": RAW_USER_AGENT},
-            **self.storage_options,
+        options = self.storage_options
+        config = {
+            **options.pop("config_kwargs", {}),
+            "user_agent_extra": RAW_USER_AGENT,
+            "connect_timeout": RAW_CLIENT_LIMITS["connect_timeout"],
+            "retries": dict(RAW_CLIENT_LIMITS["retries"]),
+        }
+        fs = s3fs.S3FileSystem(
+            skip_instance_cache=True, use_listings_cache=False, config_kwargs=config, **options
         )
+        fs.retries = RAW_CLIENT_LIMITS["s3fs_retries"]  # s3fs's own retry loop (default 5)
+        return fs
 
     def _ensure_bucket(self) -> None:
         fs = self._make_raw()
@@ -184,7 +235,11 @@ class S3EndpointBackend(S3Backend):
     def availability(self) -> str | None:
         if not self.settings.s3_endpoint:
             return "s3: no endpoint given (use --s3-endpoint=URL)"
-        return s3_missing_packages()
+        missing = s3_missing_packages()
+        if missing is not None:
+            return missing
+        unreachable = endpoint_unreachable(self.settings.s3_endpoint)
+        return None if unreachable is None else f"s3: --s3-endpoint: {unreachable}"
 
     def _start(self) -> None:
         assert self.settings.s3_endpoint is not None  # availability() checked it
