@@ -102,10 +102,17 @@ GROUP_NOTES: dict[str, str] = {
     "a silent fallback to another endpoint; an endpoint that cannot be reached fails fast with "
     "an `OSError` that names it. Without pyspark or Java 17 the leg is skipped with that "
     "reason; `--require-legs=spark` turns the skip into an error.",
+    "REQ": "These clauses count requests at the server (the request ledger of `moto`, or the "
+    "counting proxy in front of `s3rver`, `minio` or `s3`) while the workload of "
+    "`ckptconform.workload` runs with tasks on threads of the suite's process, and inject the "
+    "ledger's faults: S3-style errors with S3's own bodies, connections dropped before or "
+    "after the server carried a request out, token buckets per key prefix answering 503 "
+    "SlowDown. They run on object stores with a ledger. `ckptconform budget` runs the same "
+    "workload at scale (on Spark where it can) against budgets and a baseline.",
 }
 
 #: Groups that exist but have no clauses yet (later issues add them).
-RESERVED_GROUPS: tuple[str, ...] = ("REQ",)
+RESERVED_GROUPS: tuple[str, ...] = ()
 
 # (id, level, capabilities, title, text, spec refs)
 # fmt: off
@@ -350,8 +357,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "status calls, never a listing).",
      ("PTR9",)),
     ("NOX-7", "SHOULD", (), "no directory requests on object stores",
-     "On S3, initialize_base_locations_for_checkpoint and initialize_location_for_checkpoint "
-     "send no request: object stores have no directories (decision, following S1).",
+     "On S3, initialize_base_locations_for_checkpoint sends no directory request (HeadObject, "
+     "HeadBucket, List) and initialize_location_for_checkpoint sends no request at all: object "
+     "stores have no directories (decision, following S1; a once-per-job probe of the server's "
+     "conditional writes is no directory request).",
      ("S1", "ACC5", "ACC6", "decision")),
     ("NOX-8", "MUST", (), "finalization never lists",
      "On S3, creating, writing and finalizing a metadata stream sends no List and no HeadBucket "
@@ -689,6 +698,49 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "file-backed state below the multipart size is one PutObject; restoring tasks read "
      "handles without HeadObject or List requests (NOX-1, NOX-3 and NOX-4 on executors).",
      ("S1", "seed 002")),
+    # ------------------------------------------------------------------ REQ
+    ("REQ-1", "MUST", (), "coordinator requests do not grow with the task count",
+     "On an object store with a request ledger, initializing a checkpoint's location and "
+     "writing and finalizing its _metadata sends the same number of requests, at most 4, "
+     "whether 2 or 12 tasks wrote state into the checkpoint (decision; AWS's per-prefix request "
+     "rates make per-task coordinator requests a scaling limit).",
+     ("decision", "S1")),
+    ("REQ-2", "MUST", (), "restores read each file once",
+     "Tasks that read every handle of a finalized checkpoint (each below 5 MiB) send only "
+     "GetObject requests, one per file-backed handle: no HeadObject, no List (decision; pain "
+     "point P1: existence checks before reads).",
+     ("decision", "S1")),
+    ("REQ-3", "MUST", (), "throttled checkpoints complete",
+     "When the server throttles PutObject per key prefix as S3 does (503 SlowDown with S3's "
+     "own body beyond 10 requests per second, bursts of 2), a checkpoint of 8 tasks completes "
+     "and restores byte for byte: throttling is retried with backoff, never a failure by itself "
+     "(FLINK-40387: SlowDown storms during large checkpoints).",
+     ("decision",)),
+    ("REQ-4", "MUST", (), "a lost answer after commit never fails a checkpoint",
+     "When the server carries out a PutObject and its answer is lost (the connection drops "
+     "after the commit), for state files and for _metadata, the checkpoint still completes, "
+     "its pointer resolves and every handle reads its bytes: a storage that retries a "
+     "conditional write and finds the object there checks that it is its own (decision; "
+     "FLINK-9325, FLINK-17808).",
+     ("decision", "MD2")),
+    ("REQ-5", "MUST", (), "faults never lose or expose data",
+     "With 10% of PutObject and GetObject requests failing (500 InternalError, 503 SlowDown, "
+     "dropped connections, before and after the commit), every checkpoint either completes "
+     "and restores byte for byte, or fails with an OSError and, after dispose_on_failure, "
+     "leaves no object of its exclusive state; a finalized _metadata never points at missing or "
+     "partial state (decision; FLINK-9325, FLINK-17808).",
+     ("decision", "MD7")),
+    ("REQ-6", "MUST", ("retry-budget",), "a persistent fault fails within the retry budget",
+     "With retry_attempts=3 and retry_seconds=10 and every PutObject of a state file answered "
+     "500 InternalError, closing a file-backed stream fails with an OSError within 15 seconds, "
+     "after at most 3 PutObject requests for that file (decision: a bounded retry budget the "
+     "storage exposes as configuration).",
+     ("decision",)),
+    ("REQ-7", "MUST", (), "disposal aborts open multipart uploads",
+     "On an object store, dispose_on_failure of a checkpoint location aborts the multipart "
+     "uploads still open below it (a writer that crashed mid-upload): none is left, as none "
+     "of their parts would ever be deleted otherwise (decision).",
+     ("decision", "MD7")),
 ]
 # fmt: on
 

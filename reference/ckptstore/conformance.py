@@ -148,6 +148,7 @@ conformance_target = ReferenceTarget(
             "fast-duplicate",
             "entropy-injection",
             "retry-budget",
+            "redacts-secrets",
         }
     ),
     schemes=_SCHEMES,
@@ -159,7 +160,9 @@ conformance_target = ReferenceTarget(
 #: savepoints on the file system. No inline threshold, no state files, no task-owned files.
 jobmanager_target = ReferenceTarget(
     name="ckptstore-jobmanager",
-    capabilities=frozenset({"savepoints", "relocatable-savepoints", "memory-limit"}),
+    capabilities=frozenset(
+        {"savepoints", "relocatable-savepoints", "memory-limit", "redacts-secrets"}
+    ),
     schemes=_SCHEMES,
     supported_options=_JM_OPTIONS,
     factory=_make_jobmanager_storage,

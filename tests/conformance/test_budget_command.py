@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ckptconform.budgets import first_attempts
 from tests.meta.suite_runner import BROKEN_DIR
 
 pytest.importorskip("moto", reason="the budget gate needs moto (the s3 extra)")
@@ -96,3 +97,24 @@ def test_usage_errors_exit_4(tmp_path):
     assert run.returncode == 4
     assert "--tasks must be at least 1" in run.stderr
 
+
+
+def test_same_workload_same_counts_on_moto_and_s3rver(tmp_path):
+    """The counting proxy on s3rver sees exactly what the built-in ledger sees on moto."""
+    from ckptconform.backends.s3rver import S3rverBackend
+
+    reason = S3rverBackend().availability()
+    if reason is not None:
+        pytest.skip(reason)
+    shape = [*SMALL, "--no-savepoint"]
+    moto_run, on_moto = _budget(tmp_path / "moto", "--impl=ckptstore", *shape)
+    s3rver_run, on_s3rver = _budget(
+        tmp_path / "s3rver", "--impl=ckptstore", "--backend=s3rver", *shape
+    )
+    assert moto_run.returncode == 0, moto_run.stdout + moto_run.stderr
+    assert s3rver_run.returncode == 0, s3rver_run.stdout + s3rver_run.stderr
+    assert "via counting proxy" in on_s3rver["backend"]
+    # first attempts: s3rver answers some parallel deletes with its own 500, which is retried
+    counts_moto = {p["name"]: first_attempts(p) for p in on_moto["phases"]}
+    counts_s3rver = {p["name"]: first_attempts(p) for p in on_s3rver["phases"]}
+    assert counts_s3rver == counts_moto

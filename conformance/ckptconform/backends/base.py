@@ -106,6 +106,7 @@ class Backend:
                     self._start()
                 except BackendUnavailableError as exc:
                     reason = str(exc)
+                    self._safe_stop()  # _start may have started a server before it gave up
                 except Exception as exc:
                     reason = f"{self.name}: failed to start: {type(exc).__name__}: {exc}"
                     self._safe_stop()

@@ -187,13 +187,16 @@ def test_resolving_a_pointer_never_lists(sandbox, target, ledger):
 @pytest.mark.clause("NOX-7")
 @pytest.mark.backend_traits(object_store=True)
 def test_no_directory_requests_on_object_stores(sandbox, ledger):
-    """NOX-7: on S3 the coordinator's location initialization sends no request."""
+    """NOX-7: on S3 the base setup sends no directory request, a location none at all."""
     drv = JobDriver(sandbox)
-    with ledger.record() as rec:
+    with ledger.record() as setup:
         drv.init_base()
+    probes = setup.count(operation=EXISTENCE_CHECKS)
+    assert probes == 0, _fail("NOX-7", "initialize_base_locations_for_checkpoint", setup)
+    with ledger.record() as rec:
         drv.location(1)
         drv.location(2)
-    assert len(rec) == 0, _fail("NOX-7", "initialize base + locations 1, 2", rec)
+    assert len(rec) == 0, _fail("NOX-7", "initialize_location_for_checkpoint 1, 2", rec)
 
 
 @pytest.mark.clause("NOX-8")

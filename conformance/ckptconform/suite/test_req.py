@@ -1,0 +1,282 @@
+"""REQ: request budgets and behaviour under throttling and faults (pain points P1, P3, P5).
+
+Counted at the server through the backend's request ledger (moto, s3rver, minio, s3), with the
+workload of ``ckptconform.workload`` on threads of this process: the driver is the coordinator,
+each thread pool task an operator subtask. Faults and throttling are the ledger's: S3-style
+errors with S3's own bodies, connections dropped before or after the server carried a request
+out, token buckets per key prefix. ``ckptconform budget`` runs the same workload at scale.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from typing import Any
+
+import pytest
+
+from ckptconform.suite._driver import EXCLUSIVE, fail_message, files_below, join, tagged
+from ckptconform.workload import (
+    CheckpointRun,
+    Coordinator,
+    StateRecord,
+    ThreadRunner,
+    metadata_states,
+    read_plans,
+    read_subtask,
+)
+
+THRESHOLD = 1024
+COORDINATOR_LIMIT = 4
+EXISTENCE = ("HeadObject", "HeadBucket", "ListObjectsV2", "ListObjects")
+
+pytestmark = pytest.mark.backend_traits(object_store=True, ledger=True)
+
+
+def _options(target: Any) -> dict[str, Any]:
+    return {"inline_threshold": THRESHOLD} if "inline-state" in target.capabilities else {}
+
+
+def _coordinator(sandbox: Any, target: Any, tasks: int, **options: Any) -> Coordinator:
+    return Coordinator(
+        storage=sandbox.make_storage(**_options(target), **options),
+        runner=ThreadRunner(6),
+        tasks=tasks,
+        streams_per_task=4,
+        threads=2,
+        threshold=THRESHOLD if "inline-state" in target.capabilities else None,
+    )
+
+
+def _file_backed(record: StateRecord) -> bool:
+    handle = pickle.loads(record.handle) if record.handle is not None else None
+    return isinstance(getattr(handle, "file_path", None), str)
+
+
+def _checkpoint(clause: str, sandbox: Any, coord: Coordinator, n: int) -> CheckpointRun:
+    with tagged(clause, f"initialize checkpoint {n}", sandbox):
+        location = coord.checkpoint_location(n)
+    run = coord.write(n, location)
+    if run.failures:
+        pytest.fail(
+            fail_message(clause, f"write checkpoint {n} on task threads", sandbox)
+            + "\n"
+            + run.failures[0].describe()
+        )
+    with tagged(clause, f"finalize checkpoint {n}", sandbox):
+        coord.finalize(run)
+    return run
+
+
+def _restored(clause: str, sandbox: Any, target: Any, run: CheckpointRun) -> list[StateRecord]:
+    """Resolve ``run`` through a fresh storage and read every handle back on task threads."""
+    fresh = sandbox.make_storage(**_options(target))
+    with tagged(clause, "resolve the checkpoint through a fresh storage", sandbox):
+        states = metadata_states(fresh.resolve_checkpoint(run.pointer))
+    reports = ThreadRunner(4).run(read_subtask, read_plans(states, 4))
+    problems = [r.failure.describe() for r in reports if r.failure]
+    problems += [
+        f"{x.spec.describe()}: {x.status}: {x.detail}"
+        for r in reports
+        for x in r.results
+        if x.status != "ok"
+    ]
+    assert not problems, fail_message(clause, "restore", sandbox, pointer=run.pointer) + (
+        f"\n{len(problems)} problem(s): " + "; ".join(problems[:5])
+    )
+    assert len(states) == len(run.states), fail_message(clause, "_metadata", sandbox)
+    return states
+
+
+@pytest.mark.clause("REQ-1")
+def test_coordinator_requests_do_not_grow_with_the_task_count(sandbox, target, ledger):
+    """REQ-1: location + _metadata cost the same for 2 and for 12 tasks, at most 4 requests."""
+    counts = {}
+    for n, tasks in enumerate((2, 12), start=1):
+        coord = _coordinator(sandbox, target, tasks)
+        with tagged("REQ-1", "initialize_base_locations_for_checkpoint", sandbox):
+            coord.init_base()
+        with ledger.record() as initializing:
+            location = coord.checkpoint_location(n)
+        run = coord.write(n, location)
+        assert not run.failures, fail_message("REQ-1", "write state", sandbox) + str(run.failures)
+        with ledger.record() as finalizing:
+            coord.finalize(run)
+        counts[tasks] = (len(initializing) + len(finalizing), initializing, finalizing)
+    (few, _, _), (many, init, final) = counts[2], counts[12]
+    summary = f"\n2 tasks: {few} requests; 12 tasks: {many}:\n{init.summary()}\n{final.summary()}"
+    assert few == many, fail_message("REQ-1", "coordinator requests", sandbox) + summary
+    assert many <= COORDINATOR_LIMIT, fail_message("REQ-1", "coordinator requests", sandbox) + (
+        summary
+    )
+
+
+@pytest.mark.clause("REQ-2")
+def test_restores_read_each_file_once(sandbox, target, ledger):
+    """REQ-2: restoring tasks send one GetObject per file-backed handle and nothing else."""
+    coord = _coordinator(sandbox, target, 6)
+    with tagged("REQ-2", "initialize_base_locations_for_checkpoint", sandbox):
+        coord.init_base()
+    run = _checkpoint("REQ-2", sandbox, coord, 1)
+    fresh = sandbox.make_storage(**_options(target))
+    with tagged("REQ-2", "resolve the checkpoint", sandbox):
+        states = metadata_states(fresh.resolve_checkpoint(run.pointer))
+    files = sum(1 for s in states if _file_backed(s))
+    with ledger.record() as reading:
+        reports = ThreadRunner(4).run(read_subtask, read_plans(states, 4))
+    problems = [x for r in reports for x in r.results if x.status != "ok"]
+    assert not problems, fail_message("REQ-2", "restore", sandbox) + str(problems[:3])
+    msg = fail_message("REQ-2", "restoring tasks", sandbox) + (
+        f"\n{files} file-backed handles\n{reading.summary()}"
+    )
+    assert reading.count(operation=EXISTENCE) == 0, msg
+    assert reading.count(operation="GetObject") == files == len(reading), msg
+
+
+@pytest.mark.clause("REQ-3")
+def test_throttled_checkpoints_complete(sandbox, target, ledger):
+    """REQ-3: S3-style SlowDown per prefix is retried; the checkpoint completes intact."""
+    coord = _coordinator(sandbox, target, 8)
+    with tagged("REQ-3", "initialize_base_locations_for_checkpoint", sandbox):
+        coord.init_base()
+    throttle = ledger.throttle(10, "PutObject", burst=2)
+    run = _checkpoint("REQ-3", sandbox, coord, 1)
+    ledger.clear_faults()
+    assert throttle.throttled > 0, fail_message("REQ-3", "the throttle", sandbox) + (
+        "\nno request was throttled: the test did not test anything"
+    )
+    _restored("REQ-3", sandbox, target, run)
+
+
+@pytest.mark.clause("REQ-4")
+@pytest.mark.parametrize("where", ["state", "metadata"])
+def test_a_lost_answer_after_commit_never_fails_a_checkpoint(sandbox, target, ledger, where):
+    """REQ-4: PutObject carried out, answer lost: the checkpoint completes and restores."""
+    coord = _coordinator(sandbox, target, 3)
+    with tagged("REQ-4", "initialize_base_locations_for_checkpoint", sandbox):
+        coord.init_base()
+    key = "_metadata" if where == "metadata" else None
+    times = 1 if where == "metadata" else 3
+    fault = ledger.inject(
+        "PutObject", drop_connection=True, after_commit=True, times=times, key_contains=key
+    )
+    with ledger.record() as rec:
+        run = _checkpoint("REQ-4", sandbox, coord, 1)
+    ledger.clear_faults()
+    assert fault.hits == times, fail_message("REQ-4", "the fault", sandbox) + (
+        f"\nthe fault hit {fault.hits} of {times} requests\n{rec.summary()}"
+    )
+    _restored("REQ-4", sandbox, target, run)
+
+
+@pytest.mark.clause("REQ-5")
+def test_faults_never_lose_or_expose_data(sandbox, target, ledger):
+    """REQ-5: under 10% faults a checkpoint completes intact or fails and is cleaned up."""
+    coord = _coordinator(sandbox, target, 4)
+    with tagged("REQ-5", "initialize_base_locations_for_checkpoint", sandbox):
+        coord.init_base()
+    ledger.seed(11)
+    for kind in (
+        {"status": 500, "code": "InternalError"},
+        {"status": 503, "code": "SlowDown"},
+        {"drop_connection": True},
+        {"drop_connection": True, "after_commit": True},
+    ):
+        ledger.inject(("PutObject", "GetObject"), times=None, rate=0.025, **kind)
+    outcomes: list[tuple[int, CheckpointRun | None, str]] = []
+    for n in (1, 2, 3):
+        location = None
+        try:
+            location = coord.checkpoint_location(n)
+            run = coord.write(n, location)
+            if run.failures:
+                raise OSError(run.failures[0].describe())
+            coord.finalize(run)
+            outcomes.append((n, run, ""))
+        except OSError as exc:
+            if location is not None:
+                with tagged("REQ-5", f"dispose_on_failure of checkpoint {n}", sandbox):
+                    location.dispose_on_failure()
+            outcomes.append((n, None, f"{type(exc).__name__}: {exc}"))
+    ledger.clear_faults()
+    for n, run, problem in outcomes:
+        if run is not None:
+            _restored("REQ-5", sandbox, target, run)
+        elif "file-layout" in target.capabilities:
+            chk = join(sandbox.checkpoint_dir, str(coord.job_id), f"chk-{n}")
+            left = files_below(sandbox, chk)
+            assert not left, fail_message("REQ-5", f"failed checkpoint {n}", sandbox) + (
+                f"\nit failed ({problem}) and dispose_on_failure left {len(left)} objects"
+            )
+
+
+@pytest.mark.clause("REQ-6")
+def test_a_persistent_fault_fails_within_the_retry_budget(sandbox, target, ledger):
+    """REQ-6: with retry_attempts=3, retry_seconds=10, a failing upload gives up in time."""
+    coord = _coordinator(sandbox, target, 1, retry_attempts=3, retry_seconds=10)
+    with tagged("REQ-6", "initialize the checkpoint", sandbox):
+        coord.init_base()
+        location = coord.checkpoint_location(1)
+        factory = coord.access.resolve_checkpoint_storage_location(1, location.location_reference)
+    ledger.inject("PutObject", status=500, code="InternalError", times=None)
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    started = time.monotonic()
+    with ledger.record() as rec:
+        try:
+            stream.write(b"x" * (THRESHOLD * 8))
+            stream.close_and_get_handle()
+            outcome = "returned a handle"
+        except OSError as exc:
+            outcome = f"OSError {exc}"
+        except Exception as exc:  # the clause wants an OSError; anything else fails it
+            outcome = f"{type(exc).__name__}: {exc}"
+        finally:
+            stream.close()
+    seconds = time.monotonic() - started
+    ledger.clear_faults()
+    msg = fail_message("REQ-6", "close a stream while every PutObject fails", sandbox) + (
+        f"\noutcome after {seconds:.1f} s: {outcome}\n{rec.summary()}"
+    )
+    assert outcome.startswith("OSError"), msg
+    assert seconds <= 15, msg
+    keys = {r.key for r in rec.filter(operation="PutObject")}
+    for key in keys:
+        assert rec.count(operation="PutObject", key_contains=key) <= 3, msg
+
+
+@pytest.mark.clause("REQ-7")
+def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
+    """REQ-7: dispose_on_failure aborts a crashed writer's multipart upload below the location."""
+    coord = _coordinator(sandbox, target, 1)
+    with tagged("REQ-7", "initialize the checkpoint", sandbox):
+        coord.init_base()
+        location = coord.checkpoint_location(1)
+    run = coord.write(1, location)
+    assert not run.failures, fail_message("REQ-7", "write state", sandbox)
+    files = [pickle.loads(s.handle).file_path for s in run.states if _file_backed(s)]
+    directory = files[0].rsplit("/", 1)[0] if files else sandbox.checkpoint_dir
+    crashed = join(directory, "crashed-writer-upload")
+    raw = backend.raw
+    bucket, key, _ = raw.split_path(sandbox.raw_path(crashed))
+    prefix = key.rsplit("/", 1)[0] + "/"
+    try:
+        raw.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=prefix)
+    except OSError as exc:
+        pytest.skip(f"backend {backend.name} cannot list multipart uploads ({exc}): not checkable")
+    upload = raw.call_s3("create_multipart_upload", Bucket=bucket, Key=key)
+    raw.call_s3(
+        "upload_part", Bucket=bucket, Key=key, UploadId=upload["UploadId"], PartNumber=1,
+        Body=b"p" * (5 * 2**20),
+    )  # fmt: skip
+    with tagged("REQ-7", "dispose_on_failure", sandbox):
+        location.dispose_on_failure()
+    open_uploads = raw.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=prefix)
+    left = [u["Key"] for u in open_uploads.get("Uploads", [])]
+    if left:
+        for item in open_uploads["Uploads"]:  # the suite cleans up what the storage left
+            raw.call_s3(
+                "abort_multipart_upload", Bucket=bucket, Key=item["Key"], UploadId=item["UploadId"]
+            )
+    assert not left, fail_message("REQ-7", "dispose_on_failure", sandbox) + (
+        f"\nmultipart uploads still open below {prefix}: {left}"
+    )
