@@ -10,7 +10,8 @@ operation, the busiest second per key prefix, bytes moved, failed and retried re
 writes ``budget.json`` and ``budget.png`` (requests per second by operation over time, with the
 per-prefix limits drawn) into ``--out``. The exit code is 0 when every phase completed and no
 budget or baseline was exceeded, 1 otherwise (each violation printed with the limit, the figure
-and the excess), 4 for a usage error.
+and the excess), 4 for a usage error. With injected faults or throttles the gate is that every
+phase completes; what recovery costs is printed against the budgets but not gated.
 
 Fault kinds: ``503`` (SlowDown), ``500`` (InternalError), ``drop`` (connection dropped before
 the server acts), ``drop-after-commit`` and ``500-after-commit`` (the server acts, the answer
@@ -232,7 +233,10 @@ def _run(options: argparse.Namespace) -> int:
             "violations": [
                 {**vars_of(v), "excess": v.excess, "text": v.describe()} for v in violations
             ],
-            "passed": run.completed and not violations,
+            # Under injected faults a storage must complete every phase; the requests it spends
+            # recovering (retries, checks after a lost answer) are shown, not gated.
+            "gated_on_budgets": not (faults or throttles),
+            "passed": run.completed and (bool(faults or throttles) or not violations),
         }
         out = Path(options.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -244,8 +248,11 @@ def _run(options: argparse.Namespace) -> int:
         print(f"\nbudget.json: {out / 'budget.json'}" + (f"; plot: {plot}" if plot else ""))
         if not run.completed:
             print("FAILED: not every phase completed (see 'problem' in the table above)")
+        label = (
+            "EXCEEDED" if document["gated_on_budgets"] else "over budget under faults (not gated):"
+        )
         for violation in violations:
-            print(f"EXCEEDED {violation.describe()}")
+            print(f"{label} {violation.describe()}")
         return 0 if document["passed"] else 1
     finally:
         if spark is not None:
