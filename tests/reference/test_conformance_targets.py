@@ -35,15 +35,12 @@ DOCUMENTED_CAPABILITIES = {
     "entropy-injection",
     "memory-limit",
     "retry-budget",
+    "redacts-secrets",
 }
-#: Capabilities the reference claims before the suite's catalog names them (issue 9: the
-#: suite adds "retry-budget" with its check of the budget options).
-AHEAD_OF_THE_SUITE = {"retry-budget"}
+#: Capabilities the reference claims before the suite's catalog names them (none now).
+AHEAD_OF_THE_SUITE: set[str] = set()
 #: Names in the suite's catalog that no reference target claims (yet), with the reason.
-UNCLAIMED = {
-    "redacts-secrets": "added to the suite's catalog outside issue 9; the reference redacts "
-    "(ckptstore.redaction) and claims it once the suite's clauses for it ran against it",
-}
+UNCLAIMED: dict[str, str] = {}
 
 
 def _dirs(tmp_path: Path) -> dict[str, str]:
@@ -64,8 +61,8 @@ def test_target_shape(target: ReferenceTarget) -> None:
 
 
 def test_target_names_and_capabilities() -> None:
-    """Plug-in contract: the FS target claims all but memory-limit; the JM target three
-    (it writes no state files, which the suite's retry-budget check needs)."""
+    """Plug-in contract: the FS target claims all but memory-limit; the JM target four
+    (not retry-budget: it writes no state files, which the suite's retry-budget check needs)."""
     assert conformance_target.name == "ckptstore"
     assert set(conformance_target.capabilities) == DOCUMENTED_CAPABILITIES - {"memory-limit"}
     assert jobmanager_target.name == "ckptstore-jobmanager"
@@ -73,6 +70,7 @@ def test_target_names_and_capabilities() -> None:
         "savepoints",
         "relocatable-savepoints",
         "memory-limit",
+        "redacts-secrets",
     }
 
 
