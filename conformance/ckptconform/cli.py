@@ -2,6 +2,7 @@
 
     ckptconform --impl ckptstore [--backend local,memory,moto] [--report-dir DIR] [pytest args...]
     ckptconform budget --impl ckptstore [...]   (request budgets: ckptconform.budget_command)
+    ckptconform bench --impl ckptstore [...]    (benchmarks: ckptconform.bench_command)
 
 It runs pytest in this process with the plugin's options, writes ``conformance.json`` and
 ``conformance.md`` into the report directory (default ``./conformance-report``) and prints the
@@ -26,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="ckptconform",
         description="Run the checkpoint storage conformance suite against an implementation. "
         "Arguments not listed here go to pytest (e.g. -x, -k EXPR, -n 2). "
-        "'ckptconform budget --help' describes the request-budget gate.",
+        "'ckptconform budget --help' describes the request-budget gate, "
+        "'ckptconform bench --help' the benchmarks.",
     )
     parser.add_argument(
         "--impl",
@@ -82,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ckptconform.budget_command import main as budget_main
 
         return budget_main(args[1:])
+    if args and args[0] == "bench":
+        from ckptconform.bench_command import main as bench_main
+
+        return bench_main(args[1:])
     options, pytest_args = _parser().parse_known_args(args)
     if options.list_targets:
         return _list_targets()
