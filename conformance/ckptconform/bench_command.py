@@ -27,7 +27,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -261,6 +261,24 @@ def _run(options: argparse.Namespace) -> int:
     return 0 if document["gate"]["passed"] else 1
 
 
+def target_options(
+    target: Any, storage_options: Mapping[str, Any], extra: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The options the suite would pass: the backend's connection settings and ``extra``,
+    without keys a target that declares its ``options`` does not accept (an empty
+    ``storage_options`` included); a left-out key means the target's own default."""
+    supports = getattr(target, "supports_option", None)
+
+    def accepted(key: str) -> bool:
+        return supports is None or bool(supports(key))
+
+    passed: dict[str, Any] = {}
+    if storage_options or accepted("storage_options"):
+        passed["storage_options"] = dict(storage_options)
+    passed.update({key: value for key, value in extra.items() if accepted(key)})
+    return passed
+
+
 def _open_legs(
     options: argparse.Namespace,
     pool: Any,
@@ -285,13 +303,11 @@ def _open_legs(
         except BackendUnavailableError as exc:
             document["legs"][name] = {"skipped": str(exc)}
             continue
-        target_options: dict[str, Any] = {"storage_options": dict(backend.storage_options)}
+        extra = {}
         if inline:
-            target_options["inline_threshold"] = options.inline_threshold
-            target_options["write_buffer_size"] = max(
-                options.write_buffer_size, options.inline_threshold
-            )
-        leg = Leg(name, backend, target, target_options)
+            extra["inline_threshold"] = options.inline_threshold
+            extra["write_buffer_size"] = max(options.write_buffer_size, options.inline_threshold)
+        leg = Leg(name, backend, target, target_options(target, backend.storage_options, extra))
         try:
             leg.open()
         except Exception as exc:
@@ -379,9 +395,8 @@ def _count_requests(
         savepoint=False,
     )
     root = leg.backend.new_root()
-    storage_options: dict[str, Any] = {"storage_options": dict(leg.backend.storage_options)}
-    if inline:
-        storage_options["inline_threshold"] = options.inline_threshold
+    extra = {"inline_threshold": options.inline_threshold} if inline else {}
+    storage_options = target_options(target, leg.backend.storage_options, extra)
 
     def make_storage() -> Any:
         return target.make_storage(

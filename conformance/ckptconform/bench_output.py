@@ -267,9 +267,14 @@ def write_plot(document: Mapping[str, Any], path: Path) -> Path | None:
               "'checkpoint-conformance[budget]')")  # fmt: skip
         return None
     figures = [f for f in document.get("figures", []) if not f.get("error") and f["values"]]
+    legs = list(dict.fromkeys(f["leg"] for f in figures if f["group"] in ("write", "read")))
     panels: list[tuple[str, list[Mapping[str, Any]]]] = [
-        ("file-backed write (GiB/s)", [f for f in figures if f["group"] == "write"]),
-        ("file-backed read (GiB/s)", [f for f in figures if f["group"] == "read"]),
+        (f"file-backed {group}, {leg} (GiB/s)",
+         [f for f in figures if f["group"] == group and f["leg"] == leg])
+        for leg in legs
+        for group in ("write", "read")
+    ]  # fmt: skip
+    panels += [
         ("inline path (states/s, log)", [f for f in figures if f["group"] == "inline"]),
         ("threads (GiB/s)", [f for f in figures if f["group"] == "threads"]),
     ]
@@ -332,10 +337,9 @@ def _bars(axes: Any, title: str, group: Sequence[Mapping[str, Any]], *, log: boo
 
 
 def _short_label(figure: Mapping[str, Any]) -> str:
+    if figure["group"] in ("write", "read") and figure.get("size"):
+        return f"{int(figure['size']) >> 20} MiB"
     label = str(figure["label"])
-    for prefix in ("write ", "read "):
-        if label.startswith(prefix):
-            return label[len(prefix) :]
     return label if len(label) < 40 else label[:37] + "..."
 
 
