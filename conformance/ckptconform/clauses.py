@@ -26,9 +26,12 @@ __all__ = [
     "CLAUSES",
     "GROUPS",
     "GROUP_NOTES",
+    "OPTIONS",
     "RESERVED_GROUPS",
     "Clause",
+    "Option",
     "clauses_of",
+    "options_of_capability",
 ]
 
 
@@ -67,6 +70,139 @@ CAPABILITIES: dict[str, str] = {
     "and completed locations, and the messages of the errors they raise, never show the "
     "secrets of the storage's configuration (passwords in URLs, secret keys, session tokens).",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One key of the ``options`` mapping that ``make_storage`` receives from the suite.
+
+    ``type`` and ``values`` are what the suite passes (and what a target must accept);
+    ``capability`` is the capability configured through the key: a target that claims it
+    accepts the key (a target that declares ``options`` must list it). ``passed`` completes
+    "The suite passes it ..."; a test that passes it whatever the target claims says so with
+    ``@pytest.mark.options(key)`` (CONFORMANCE.md lists those tests).
+    """
+
+    key: str
+    type: str
+    values: str
+    meaning: str
+    capability: str | None
+    passed: str
+
+
+#: Every key the suite puts into ``make_storage(options=...)``, in the order CONFORMANCE.md lists
+#: them. A target may declare the keys it supports (its optional ``options`` attribute); the suite
+#: then passes only those, and skips a test that needs another with the reason
+#: "option X not supported by <target>".
+OPTIONS: dict[str, Option] = {
+    option.key: option
+    for option in (
+        Option(
+            "storage_options",
+            "Mapping[str, Any]",
+            "fsspec-style connection settings; s3fs's keys on S3 legs: endpoint_url, key, "
+            "secret, token, client_kwargs (region_name, aws_session_token); {} on local and "
+            "memory",
+            "How to reach the backend under test: the endpoint and credentials of the S3 "
+            "server the suite runs or was given. A storage reaches the store with these "
+            "settings (whatever library it uses) and holds them as configuration (SER-5).",
+            None,
+            "on every leg, to every test (a target that declares 'options' without it gets "
+            "none, and legs whose backend has connection settings, moto, minio, s3rver and s3, "
+            "are skipped for it); BAD-8's and SPK-4 to SPK-6's tests pass variants: other "
+            "credentials, another route to the same server, secrets in the endpoint URL.",
+        ),
+        Option(
+            "inline_threshold",
+            "int",
+            "0 to 1048576 bytes (1 MiB, MAX_FILE_STATE_THRESHOLD); INL-7 passes values above "
+            "1048576 and below -1 and expects ValueError",
+            "State of at most this many bytes travels inside the handle; larger state goes to a "
+            "file on the backend (Flink's state.storage.fs.memory-threshold). When the key is "
+            "absent the storage uses its default (INL-8: 20480 bytes).",
+            "inline-state",
+            "in the tests of the inline-state clauses, and in other tests whenever the target "
+            "claims inline-state (0 puts state into files).",
+        ),
+        Option(
+            "write_buffer_size",
+            "int",
+            ">= 1 bytes (the suite passes 1, 31, 64 and 4096)",
+            "The size of a stream's write buffer (Flink's state.storage.fs.write-buffer-size). "
+            "A storage without a write buffer accepts and ignores it; the clauses check the "
+            "inline threshold and tell() across buffer boundaries, never the buffer itself.",
+            "inline-state",
+            "with inline_threshold, in INL-1/INL-3's test (some examples) and, when the target "
+            "claims inline-state, in STR-4's test.",
+        ),
+        Option(
+            "entropy_key",
+            "str",
+            "a non-empty string that occurs as one path segment of checkpoint_dir (the suite "
+            "passes '_entropy_')",
+            "The entropy marker of the checkpoint path (Flink's s3.entropy.key): replaced by "
+            "random characters in data file paths, removed from the _metadata path and the "
+            "external pointer.",
+            "entropy-injection",
+            "in LAY-8's test, with entropy_length.",
+        ),
+        Option(
+            "entropy_length",
+            "int",
+            ">= 1 characters (the suite passes 4)",
+            "How many random alphanumeric characters replace the entropy key in data file "
+            "paths (Flink's s3.entropy.length).",
+            "entropy-injection",
+            "in LAY-8's test, with entropy_key.",
+        ),
+        Option(
+            "max_state_size",
+            "int",
+            "> 0 bytes (the suite passes 1 to 1000); MEM-4 passes 0 and negative values and "
+            "expects ValueError",
+            "The largest state one stream may hold (JobManagerCheckpointStorage's "
+            "max_state_size); more raises OSError.",
+            "memory-limit",
+            "in the tests of the MEM clauses.",
+        ),
+        Option(
+            "retry_attempts",
+            "int",
+            ">= 1 requests per operation (the suite passes 1 and 3)",
+            "The retry budget's attempts: how many requests one operation may send before it "
+            "gives up with an OSError.",
+            "retry-budget",
+            "in REQ-6's test (with retry_seconds), and in BAD-8's test when the target claims "
+            "retry-budget (refused connections end quickly).",
+        ),
+        Option(
+            "retry_seconds",
+            "float",
+            "> 0 seconds per operation, an int or a float (the suite passes 5 and 10)",
+            "The retry budget's time: how long one operation may take, retries included, "
+            "before it gives up with an OSError.",
+            "retry-budget",
+            "in REQ-6's test (with retry_attempts), and in BAD-8's test when the target claims "
+            "retry-budget.",
+        ),
+    )
+}
+
+
+def options_of_capability(capability: str) -> tuple[str, ...]:
+    """The option keys a capability is configured through (a claiming target accepts them)."""
+    return tuple(key for key, option in OPTIONS.items() if option.capability == capability)
+
+
+def _check_options() -> None:
+    for key, option in OPTIONS.items():
+        if option.capability is not None and option.capability not in CAPABILITIES:
+            raise ValueError(f"option {key}: unknown capability {option.capability}")
+
+
+_check_options()
+
 
 #: Clause groups in report order, with a one-line description.
 GROUPS: dict[str, str] = {

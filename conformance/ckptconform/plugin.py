@@ -8,10 +8,12 @@ suite without ``--impl`` is a usage error). With ``--impl`` it:
 - collects the installed suite when no test paths were given;
 - parametrizes ``backend`` over ``--backend`` and provides ``target``, ``backend``,
   ``sandbox``, ``ledger`` and ``spark`` (the run's Spark leg, ``--spark-master``);
-- skips, with a reason, a test whose clauses or ``requires`` marker need an unclaimed
-  capability, whose backend scheme the target does not support, or whose ``backend_traits``
-  the backend lacks; runs tests of ``known_failures`` clauses as strict xfail; reports a failing
-  test whose clauses are all SHOULD as WARN (xfailed) unless ``--strict-should``;
+- skips, with a reason (``ckptconform.policy``), a test whose clauses or ``requires`` marker
+  need an unclaimed capability, that needs an option key the target does not declare (its
+  capabilities' keys and its ``options`` marker), whose backend scheme the target does not
+  support, or whose ``backend_traits`` the backend lacks; runs tests of ``known_failures``
+  clauses as strict xfail; reports a failing test whose clauses are all SHOULD as WARN
+  (xfailed) unless ``--strict-should``;
 - prints a run header, adds a clause/repro section to every failure, prints a clause summary
   and writes ``conformance.json`` / ``conformance.md`` with ``--conformance-report``.
 """
@@ -35,6 +37,7 @@ from typing import Any
 import pytest
 
 from ckptconform import __version__
+from ckptconform.policy import SPARK_LEG, TRAITS, Offer, needs_of, skip_reason, storage_options_skip
 from ckptconform.profiles import PROFILES, default_profile, register_profiles
 
 register_profiles()  # before hypothesis's plugin loads a profile named on the command line
@@ -47,12 +50,11 @@ _KIND = pytest.StashKey[str]()
 _MARKERS = (
     "clause(*ids): the conformance clause ids a test checks (ckptconform.clauses.CLAUSES).",
     "requires(*capabilities): capabilities a test needs besides its clauses'; unclaimed -> skip.",
+    "options(*keys): option keys a test passes to make_storage whatever the target claims "
+    "(ckptconform.clauses.OPTIONS); not declared by a target that declares options -> skip.",
     "backend_traits(object_store=None, cross_process=None, ledger=None): "
     "skip on backends without these traits.",
 )
-_TRAITS = {"object_store": "object_store", "cross_process": "cross_process", "ledger": "has_ledger"}
-#: The name of the Spark leg in ``--require-legs`` and in the report.
-SPARK_LEG = "spark"
 
 
 def suite_dir() -> Path:
@@ -306,6 +308,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"ckptconform {__version__}: target {target.describe()}",
         f"  capabilities: {', '.join(sorted(target.capabilities)) or 'none'}",
         f"  schemes: {', '.join(sorted(target.schemes)) if target.schemes else 'any'}",
+        "  options: "
+        + ("all" if target.options is None else ", ".join(sorted(target.options)) or "none"),
     ]
     if target.known_failures:
         lines.append(f"  known failures: {', '.join(sorted(target.known_failures))}")
@@ -366,8 +370,9 @@ def pytest_collection_modifyitems(
             )
         return
 
-    from ckptconform.clauses import CAPABILITIES, CLAUSES
+    from ckptconform.clauses import CAPABILITIES, CLAUSES, OPTIONS
 
+    offer = _offer(state)
     problems: list[str] = []
     for item in items:
         ids = _marker_args(item, "clause")
@@ -384,18 +389,40 @@ def pytest_collection_modifyitems(
         if bad_caps:
             problems.append(f"{item.nodeid}: unknown capability(ies) {', '.join(bad_caps)}")
             continue
-        _apply_policy(item, state, ids, requires, CLAUSES, problems)
+        options = _marker_args(item, "options")
+        bad_options = [key for key in options if key not in OPTIONS]
+        if bad_options:
+            problems.append(f"{item.nodeid}: unknown option key(s) {', '.join(bad_options)}")
+            continue
+        _apply_policy(item, state, offer, ids, requires, options, CLAUSES, problems)
     if problems:
         raise pytest.UsageError(
             "ckptconform: invalid clause markers:\n  " + "\n  ".join(problems[:50])
         )
 
 
+def _offer(state: RunState) -> Offer:
+    """What the run offers the tests, for ``ckptconform.policy``."""
+    target = state.target
+    return Offer(
+        target=target.name,
+        capabilities=frozenset(target.capabilities),
+        options=target.options,
+        leg_skips=dict(state.leg_skips),
+        traits={
+            backend.name: {trait: bool(getattr(backend, attr)) for trait, attr in TRAITS.items()}
+            for backend in state.pool
+        },
+    )
+
+
 def _apply_policy(
     item: pytest.Item,
     state: RunState,
+    offer: Offer,
     ids: list[str],
     requires: list[str],
+    options: list[str],
     catalog: dict[str, Any],
     problems: list[str],
 ) -> None:
@@ -404,36 +431,21 @@ def _apply_policy(
     target = state.target
     callspec = getattr(item, "callspec", None)
     backend_name = callspec.params.get("backend") if callspec is not None else None
-    capabilities = list(
-        dict.fromkeys([c for cid in ids for c in catalog[cid].capabilities] + requires)
+    needs = needs_of(
+        ids,
+        requires=requires,
+        options=options,
+        backend=backend_name,
+        spark=SPARK_LEG in getattr(item, "fixturenames", ()),
+        traits=[
+            (trait, wanted)
+            for marker in item.iter_markers("backend_traits")
+            for trait, wanted in marker.kwargs.items()
+        ],
+        catalog=catalog,
     )
-
-    reason = None
-    if backend_name is not None and backend_name in state.leg_skips:
-        reason = state.leg_skips[backend_name]
-    if reason is None and SPARK_LEG in getattr(item, "fixturenames", ()):
-        reason = state.leg_skips.get(SPARK_LEG)
-    if reason is None:
-        missing = [cap for cap in capabilities if cap not in target.capabilities]
-        if missing:
-            reason = f"capability {', '.join(missing)} not claimed by {target.name}"
-    if reason is None:
-        for marker in item.iter_markers("backend_traits"):
-            for trait, wanted in marker.kwargs.items():
-                if trait not in _TRAITS:
-                    problems.append(f"{item.nodeid}: unknown backend trait {trait!r}")
-                    continue
-                if wanted is None:
-                    continue
-                if backend_name is None:
-                    problems.append(f"{item.nodeid}: backend_traits on a test without a backend")
-                    continue
-                actual = bool(getattr(state.pool[backend_name], _TRAITS[trait]))
-                if actual != bool(wanted) and reason is None:
-                    reason = (
-                        f"backend {backend_name} has {trait}={actual}; "
-                        f"the test needs {trait}={bool(wanted)}"
-                    )
+    reason, marker_problems = skip_reason(needs, offer)
+    problems.extend(f"{item.nodeid}: {problem}" for problem in marker_problems)
     if reason is not None:
         item.add_marker(pytest.mark.skip(reason=reason))
 
@@ -491,6 +503,12 @@ def backend(request: pytest.FixtureRequest, _ckptconform_state: RunState) -> Ite
         if name in _ckptconform_state.required:
             pytest.fail(f"required leg {name} cannot run (--require-legs): {exc}", pytrace=False)
         pytest.skip(str(exc))
+    target = _ckptconform_state.target
+    reason = storage_options_skip(target.name, target.options, name, started.storage_options)
+    if reason is not None:
+        if name in _ckptconform_state.required:
+            pytest.fail(f"required leg {name} cannot run (--require-legs): {reason}", pytrace=False)
+        pytest.skip(reason)
     yield started
     if started.ledger is not None:
         started.ledger.clear_faults()
@@ -624,6 +642,7 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
         },
         "capabilities": sorted(target.capabilities),
         "schemes": sorted(target.schemes) if target.schemes else None,
+        "options": sorted(target.options) if target.options is not None else None,
         "known_failures": dict(target.known_failures),
         "backends": [
             {

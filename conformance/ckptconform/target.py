@@ -2,10 +2,16 @@
 
 ``--impl=MODULE[:ATTR]`` names a target object (or a callable that returns one); ATTR defaults
 to ``conformance_target``. ``--impl=NAME`` also finds targets registered in the entry-point
-group ``ckptconform.targets``. The target is duck-typed (ARCHITECTURE.md section 4): ``name``,
-``capabilities``, ``make_storage(*, checkpoint_dir, savepoint_dir, options)``, optional
-``schemes`` and ``known_failures``. Every problem is a ``TargetError`` with a message that says
-what to fix; the plugin turns it into a pytest usage error (exit code 4), never a skip.
+group ``ckptconform.targets``. The target is duck-typed (ARCHITECTURE.md section 4; typed as
+``ckptconform.ConformanceTarget``): ``name``, ``capabilities``, ``make_storage(*,
+checkpoint_dir, savepoint_dir, options)``, optional ``schemes``, ``known_failures`` and
+``options``. Every problem is a ``TargetError`` with a message that says what to fix; the
+plugin turns it into a pytest usage error (exit code 4), never a skip.
+
+``options`` declares the option keys ``make_storage`` accepts (``ckptconform.clauses.OPTIONS``).
+A target that declares them gets only those keys (an empty ``storage_options`` is left out when
+it does not declare that key), must declare the keys of every capability it claims, and the
+plugin skips the tests that need another key. Without ``options`` every key is passed.
 """
 
 from __future__ import annotations
@@ -17,7 +23,16 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-__all__ = ["ENTRY_POINT_GROUP", "Target", "TargetError", "load_target", "validate_target"]
+from ckptstore.api import CheckpointStorage
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Target",
+    "TargetError",
+    "UndeclaredOptionError",
+    "load_target",
+    "validate_target",
+]
 
 ENTRY_POINT_GROUP = "ckptconform.targets"
 DEFAULT_ATTR = "conformance_target"
@@ -25,6 +40,14 @@ DEFAULT_ATTR = "conformance_target"
 
 class TargetError(Exception):
     """The ``--impl`` target cannot be loaded or is invalid."""
+
+
+class UndeclaredOptionError(LookupError):
+    """The kit passed an option key that the target does not declare in its ``options``.
+
+    The plugin skips the tests that need such a key, so inside the suite this means a test
+    passes a key without saying so (``@pytest.mark.options``).
+    """
 
 
 @dataclass(frozen=True)
@@ -35,10 +58,12 @@ class Target:
     capabilities: frozenset[str]
     schemes: frozenset[str] | None
     known_failures: dict[str, str]
-    factory: Callable[..., Any] = field(repr=False)
+    factory: Callable[..., CheckpointStorage] = field(repr=False)
     spec: str = ""
     origin: str = ""
     version: str | None = None
+    #: the option keys the target declares; None: it declares none and gets every key
+    options: frozenset[str] | None = None
 
     def make_storage(
         self,
@@ -46,14 +71,39 @@ class Target:
         checkpoint_dir: str | None,
         savepoint_dir: str | None = None,
         options: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """A fresh storage of the implementation under test."""
+    ) -> CheckpointStorage:
+        """A fresh storage of the implementation under test.
+
+        A target that declares ``options`` gets only those keys: an empty ``storage_options``
+        it does not declare is left out (nothing to connect with), any other undeclared key is
+        an ``UndeclaredOptionError`` (the plugin skips tests that need one).
+        """
         return self.factory(
-            checkpoint_dir=checkpoint_dir, savepoint_dir=savepoint_dir, options=dict(options or {})
+            checkpoint_dir=checkpoint_dir,
+            savepoint_dir=savepoint_dir,
+            options=self.options_for(options or {}),
         )
+
+    def options_for(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options this target receives when the kit passes ``options``."""
+        if self.options is None:
+            return dict(options)
+        passed = dict(options)
+        if "storage_options" not in self.options and not passed.get("storage_options", True):
+            del passed["storage_options"]  # the backend needs no connection settings
+        undeclared = sorted(key for key in passed if key not in self.options)
+        if undeclared:
+            raise UndeclaredOptionError(
+                f"ckptconform passed option(s) {', '.join(undeclared)} to target {self.name}, "
+                f"which declares only: {', '.join(sorted(self.options)) or 'none'}"
+            )
+        return passed
 
     def supports_scheme(self, scheme: str) -> bool:
         return self.schemes is None or scheme in self.schemes
+
+    def supports_option(self, key: str) -> bool:
+        return self.options is None or key in self.options
 
     def describe(self) -> str:
         version = f" {self.version}" if self.version else ""
@@ -148,7 +198,7 @@ def validate_target(
     obj: Any, *, spec: str = "", origin: str = "", version: str | None = None
 ) -> Target:
     """Check the duck-typed target against the catalog and wrap it in a frozen ``Target``."""
-    from ckptconform.clauses import CAPABILITIES, CLAUSES
+    from ckptconform.clauses import CAPABILITIES, CLAUSES, OPTIONS, options_of_capability
 
     where = f"--impl={spec}: target {origin or type(obj).__name__}"
     problems: list[str] = []
@@ -190,6 +240,22 @@ def validate_target(
             if unknown_ids:
                 problems.append(f"'known_failures' names unknown clause ids {unknown_ids}")
 
+    options = _string_set(getattr(obj, "options", None), "options", problems)
+    if options is not None:
+        unknown_keys = sorted(options - OPTIONS.keys())
+        if unknown_keys:
+            problems.append(
+                f"'options' names unknown option keys {unknown_keys}; known: "
+                f"{', '.join(OPTIONS)} (CONFORMANCE.md, Options)"
+            )
+        for capability in sorted(capabilities & CAPABILITIES.keys()):
+            needed = [key for key in options_of_capability(capability) if key not in options]
+            if needed:
+                problems.append(
+                    f"capability {capability!r} is configured through the option(s) "
+                    f"{', '.join(needed)}: add them to 'options' or do not claim {capability!r}"
+                )
+
     if problems:
         raise TargetError(f"{where} is invalid:\n  - " + "\n  - ".join(problems))
     assert callable(factory)
@@ -202,6 +268,7 @@ def validate_target(
         spec=spec,
         origin=origin,
         version=version,
+        options=options,
     )
 
 

@@ -1,9 +1,10 @@
 """The reference's conformance targets: what ``ckptconform --impl ckptstore[-jobmanager]`` runs.
 
 A target is a plain object (ARCHITECTURE.md section 4): ``name``, ``capabilities``,
-``schemes``, ``known_failures`` and ``make_storage(*, checkpoint_dir, savepoint_dir,
-options)``. Nothing here imports ``ckptconform``; capabilities are plain strings from the
-suite's documented list.
+``schemes``, ``known_failures``, ``options`` and ``make_storage(*, checkpoint_dir,
+savepoint_dir, options)``. Nothing here imports ``ckptconform``; capabilities and option keys
+are plain strings from the suite's documented lists (CONFORMANCE.md); each target declares as
+``options`` the keys of its translation table.
 
 - ``conformance_target`` ("ckptstore"): ``FileSystemCheckpointStorage``.
 - ``jobmanager_target`` ("ckptstore-jobmanager"): ``JobManagerCheckpointStorage`` with the
@@ -11,7 +12,9 @@ suite's documented list.
 
 The suite's option keys are translated to constructor arguments; an option a storage does
 not support raises ``ConfigurationError`` naming the key and the supported keys, so a
-mistyped or inapplicable option never passes silently.
+mistyped or inapplicable option never passes silently (the suite itself passes only the
+declared keys). Flink's ``create_subdir`` is a constructor argument of
+``FileSystemCheckpointStorage`` but no suite option.
 
 Retry budget (capability ``retry-budget``, both targets accept the options): the suite's
 storage-agnostic ``retry_attempts`` (requests per operation, an integer >= 1) and
@@ -44,7 +47,6 @@ _FS_OPTIONS = MappingProxyType(
         "write_buffer_size": "write_buffer_size",
         "entropy_key": "entropy_key",
         "entropy_length": "entropy_length",
-        "create_subdir": "create_subdir",
         "retry_attempts": "retry_attempts",
         "retry_seconds": "retry_seconds",
     }
@@ -122,6 +124,11 @@ class ReferenceTarget:
     supported_options: Mapping[str, str]
     factory: Callable[[Any, str | None, dict[str, Any]], CheckpointStorage] = field(repr=False)
     known_failures: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def options(self) -> frozenset[str]:
+        """The suite's option keys this target accepts (the keys of its translation table)."""
+        return frozenset(self.supported_options)
 
     def make_storage(
         self,

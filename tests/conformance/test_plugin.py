@@ -480,3 +480,86 @@ def test_spark_conf_must_be_key_value(tmp_path):
     run = run_pytest(tmp_path, "--impl=fake_target", "--backend=local", "--spark-conf=novalue")
     assert run.returncode == 4, run
     assert "--spark-conf wants KEY=VALUE" in run.output, run
+
+
+OPTION_TESTS = dedent(
+    f'''
+    import pytest
+
+    @pytest.mark.clause("{MUST}")
+    @pytest.mark.options("inline_threshold")
+    def test_needs_an_undeclared_option(backend):
+        pass
+
+    @pytest.mark.clause("{MUST}")
+    @pytest.mark.options("max_state_size")
+    def test_needs_a_declared_option(sandbox):
+        storage = sandbox.make_storage(max_state_size=7)
+        assert storage.kwargs["options"] == {{"max_state_size": 7}}
+
+    @pytest.mark.clause("{MUST}")
+    def test_needs_no_option(sandbox):
+        assert sandbox.make_storage().kwargs["options"] == {{}}
+    '''
+)
+
+
+def _declaring_target(directory: Path, options: list[str]) -> str:
+    write_target(directory, "declaring_target")
+    module = directory / "declaring_target.py"
+    text = module.read_text().replace(
+        "    known_failures = None\n", f"    known_failures = None\n    options = {options!r}\n"
+    )
+    module.write_text(text)
+    return "declaring_target"
+
+
+def test_undeclared_options_skip_with_the_reason(tmp_path):
+    """A target that declares options gets only those; tests needing others are skipped."""
+    pytest.importorskip("moto")
+    (tmp_path / "test_options.py").write_text(OPTION_TESTS)
+    module = _declaring_target(tmp_path, ["max_state_size"])
+    run, report = _run(
+        tmp_path, f"--impl={module}", "--backend=local,memory,moto", "-rs", "test_options.py"
+    )
+    assert run.returncode == 0, run
+    tests = _tests_by_id(report)
+    for leg in ("local", "memory"):
+        assert tests[f"test_needs_an_undeclared_option[{leg}]"]["status"] == "SKIP"
+        assert tests[f"test_needs_an_undeclared_option[{leg}]"]["message"] == (
+            "option inline_threshold not supported by fake"
+        )
+        assert tests[f"test_needs_a_declared_option[{leg}]"]["status"] == "PASS"
+        assert tests[f"test_needs_no_option[{leg}]"]["status"] == "PASS"
+    # moto hands its endpoint over in storage_options, which the target does not declare
+    assert tests["test_needs_no_option[moto]"]["status"] == "SKIP"
+    assert tests["test_needs_no_option[moto]"]["message"] == (
+        "backend moto passes its connection settings in option storage_options, "
+        "not supported by fake"
+    )
+    assert "option inline_threshold not supported by fake" in run.output
+    assert "  options: max_state_size" in run.output
+    assert report["header"]["options"] == ["max_state_size"]
+
+
+def test_option_markers_and_declarations_are_checked(tmp_path):
+    (tmp_path / "test_bad_marker.py").write_text(
+        dedent(
+            f'''
+            import pytest
+
+            @pytest.mark.clause("{MUST}")
+            @pytest.mark.options("inline_treshold")
+            def test_x():
+                pass
+            '''
+        )
+    )
+    write_target(tmp_path)
+    run = run_pytest(tmp_path, "--impl=fake_target", "test_bad_marker.py")
+    assert run.returncode == 4, run
+    assert "unknown option key(s) inline_treshold" in run.output, run
+    module = _declaring_target(tmp_path, ["entropy_key", "bogus"])
+    run = run_pytest(tmp_path, f"--impl={module}", "--backend=local", "--co")
+    assert run.returncode == 4, run
+    assert "'options' names unknown option keys ['bogus']; known: storage_options" in run.output

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ckptconform.clauses import CAPABILITIES
-from ckptconform.target import Target, TargetError, load_target, validate_target
+from ckptconform.clauses import CAPABILITIES, OPTIONS, options_of_capability
+from ckptconform.target import (
+    Target,
+    TargetError,
+    UndeclaredOptionError,
+    load_target,
+    validate_target,
+)
 from tests.conformance.kit import must_clause, run_pytest, write_target
 
 
@@ -115,11 +121,95 @@ class _Obj:
         ({"schemes": []}, "'schemes' is empty"),
         ({"known_failures": {"XX-99": "?"}}, r"unknown clause ids \['XX-99'\]"),
         ({"known_failures": ["a"]}, "'known_failures' must be a mapping"),
+        ({"options": "inline_threshold"}, "'options' must be a collection of strings"),
+        ({"options": ["inline_treshold"]}, r"unknown option keys \['inline_treshold'\]; known: "),
+        (
+            {"capabilities": ["inline-state"], "options": ["inline_threshold"]},
+            "capability 'inline-state' is configured through the option\\(s\\) "
+            "write_buffer_size: add them to 'options' or do not claim 'inline-state'",
+        ),
+        (
+            {"capabilities": ["retry-budget", "memory-limit"], "options": ["storage_options"]},
+            "'memory-limit' is configured through the option\\(s\\) max_state_size",
+        ),
     ],
 )
 def test_invalid_targets(attrs, message):
     with pytest.raises(TargetError, match=message):
         validate_target(_Obj(**attrs), spec="x")
+
+
+def test_unknown_option_keys_name_the_known_ones():
+    with pytest.raises(TargetError) as info:
+        validate_target(_Obj(options=["inline_threshold", "bogus"]), spec="x")
+    assert "unknown option keys ['bogus']" in str(info.value)
+    for key in OPTIONS:
+        assert key in str(info.value)
+
+
+class _Recorder:
+    name = "rec"
+    capabilities = frozenset({"inline-state"})
+
+    def __init__(self, options: object = None) -> None:
+        self.options = options
+        self.calls: list[dict[str, object]] = []
+
+    def make_storage(self, **kwargs: object) -> object:
+        self.calls.append(kwargs)
+        return kwargs
+
+
+def test_without_options_every_key_is_passed():
+    recorder = _Recorder()
+    target = validate_target(recorder)
+    assert target.options is None
+    assert target.supports_option("max_state_size")
+    passed = {"storage_options": {}, "inline_threshold": 0, "max_state_size": 3}
+    target.make_storage(checkpoint_dir="file:///c", options=passed)
+    assert recorder.calls[-1]["options"] == passed
+
+
+def test_declared_options_are_what_the_target_gets():
+    recorder = _Recorder(["inline_threshold", "write_buffer_size"])
+    target = validate_target(recorder)
+    assert target.options == {"inline_threshold", "write_buffer_size"}
+    assert target.supports_option("inline_threshold")
+    assert not target.supports_option("storage_options")
+    # an empty storage_options it does not declare is left out (local and memory legs)
+    target.make_storage(
+        checkpoint_dir="file:///c", options={"storage_options": {}, "inline_threshold": 0}
+    )
+    assert recorder.calls[-1]["options"] == {"inline_threshold": 0}
+    # connection settings or another key it does not declare: an error, never dropped
+    for options in ({"storage_options": {"endpoint_url": "http://x"}}, {"max_state_size": 1}):
+        with pytest.raises(UndeclaredOptionError, match="which declares only: inline_threshold"):
+            target.make_storage(checkpoint_dir="file:///c", options=options)
+
+
+def test_declared_storage_options_are_passed_even_when_empty():
+    recorder = _Recorder(["storage_options", "inline_threshold", "write_buffer_size"])
+    target = validate_target(recorder)
+    target.make_storage(checkpoint_dir="file:///c", options={"storage_options": {}})
+    assert recorder.calls[-1]["options"] == {"storage_options": {}}
+
+
+def test_reference_targets_declare_their_options():
+    """The reference's targets declare the keys of their translation tables."""
+    fs, jm = load_target("ckptstore"), load_target("ckptstore-jobmanager")
+    assert fs.options == {
+        "storage_options",
+        "inline_threshold",
+        "write_buffer_size",
+        "entropy_key",
+        "entropy_length",
+        "retry_attempts",
+        "retry_seconds",
+    }
+    assert jm.options == {"storage_options", "max_state_size", "retry_attempts", "retry_seconds"}
+    for target in (fs, jm):
+        for capability in target.capabilities:
+            assert set(options_of_capability(capability)) <= target.options
 
 
 def test_all_problems_are_listed():

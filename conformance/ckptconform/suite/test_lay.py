@@ -88,6 +88,7 @@ def _blame(problems: list[str]) -> str:
 
 
 @pytest.mark.clause("LAY-1", "LAY-2", "LAY-3", "LAY-4", "LAY-5", "TOW-2")
+@pytest.mark.options("inline_threshold")
 @capped(6)
 @given(checkpoint_id=checkpoint_ids)
 def test_checkpoint_layout(sandbox, checkpoint_id):
@@ -153,6 +154,7 @@ def test_coordinator_creates_directories(sandbox):
 
 
 @pytest.mark.clause("LAY-7")
+@pytest.mark.options("inline_threshold")
 @pytest.mark.parametrize("threshold", [0, 100])
 def test_no_leftovers_after_finalization(sandbox, threshold):
     """LAY-7: chk-<n> holds exactly _metadata and the exclusive files whose handles were taken."""
@@ -183,6 +185,7 @@ def test_no_leftovers_after_finalization(sandbox, threshold):
 
 
 @pytest.mark.clause("LAY-8")
+@pytest.mark.options("inline_threshold")
 @pytest.mark.backend_traits(object_store=True)
 def test_entropy_never_reaches_the_store(sandbox):
     """LAY-8: with an entropy key, no written path has the key; the pointer has it removed."""

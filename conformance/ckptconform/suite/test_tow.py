@@ -164,6 +164,7 @@ def _sources(sandbox):
 
 
 @pytest.mark.clause("TOW-8")
+@pytest.mark.options("inline_threshold")
 def test_fast_duplication(sandbox, target):
     """TOW-8: toolsets and factories copy file handles into their location, sources intact."""
     sources = _sources(sandbox)
@@ -208,6 +209,7 @@ def test_fast_duplication(sandbox, target):
 
 
 @pytest.mark.clause("TOW-9")
+@pytest.mark.options("inline_threshold")
 def test_duplication_is_server_side(sandbox, ledger):
     """TOW-9: on S3, duplicate() uses CopyObject and never downloads or uploads the data."""
     sources = _sources(sandbox)
