@@ -549,7 +549,7 @@ class Bench:
             seconds = inline_states(location, pieces, 200)
             per_state = seconds / 200
             count = int(plan.inline_seconds / per_state) if per_state > 0 else 200_000
-            figure.amount = float(min(max(count, 500), 200_000))
+            figure.amount = float(min(max(count, 20), 200_000))
             return seconds
 
         def run_target() -> float:

@@ -211,6 +211,8 @@ def _header(document: Mapping[str, Any]) -> str:
 def render_table(document: Mapping[str, Any], checks: Sequence[Check]) -> str:
     """Every section as text (rich tables when installed)."""
     parts = [_header(document)]
+    if document.get("note"):
+        parts[0] += f"\n{document['note']}"
     try:
         from rich.console import Console
         from rich.table import Table
@@ -239,6 +241,8 @@ def _markdown_cell(text: str) -> str:
 def write_markdown(document: Mapping[str, Any], checks: Sequence[Check], path: Path) -> Path:
     """``bench.md``: the header and every section as a markdown table."""
     lines = ["# ckptconform bench", "", _header(document), ""]
+    if document.get("note"):
+        lines += [str(document["note"]), ""]
     gate = document.get("gate", {})
     if gate:
         verdict = "passed" if gate.get("passed") else "FAILED"

@@ -5,19 +5,24 @@ gated figures; bad arguments are usage errors."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.meta.suite_runner import BROKEN_DIR
+
 MIB = 1 << 20
 
 
 def _bench(tmp_path: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BROKEN_DIR), env.get("PYTHONPATH")) if p)
     return subprocess.run(
         [sys.executable, "-m", "ckptconform.cli", "bench", *args],
-        capture_output=True, text=True, cwd=tmp_path, timeout=timeout, check=False,
+        capture_output=True, text=True, cwd=tmp_path, timeout=timeout, check=False, env=env,
     )  # fmt: skip
 
 
@@ -86,3 +91,37 @@ def test_quick_run_against_the_reference(tmp_path):
     assert (out / "bench.png").stat().st_size > 10_000
     assert "Targets" in run.stdout
     assert "written:" in run.stdout
+
+
+@pytest.mark.timeout(300)
+def test_a_head_per_stream_fails_the_run_whatever_the_ratios(tmp_path):
+    pytest.importorskip("moto", reason="the S3 leg needs moto (the s3 extra)")
+    out = tmp_path / "out"
+    run = _bench(
+        tmp_path, "--impl=ckptbroken.head_before_stream", "--backend=moto", "--sizes=1",
+        "--reps=3", "--no-rss", "--tasks=2", "--checkpoints=2", f"--out={out}",
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    document = json.loads((out / "bench.json").read_text())
+    failed = document["gate"]["failed"]
+    assert len(failed) == 1
+    assert failed[0].startswith("S3 requests per checkpoint above the minimum (moto)")
+    rows = [r for r in document["requests"]["rows"] if r["kind"] == "checkpoint"]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["operations"].get("HeadObject", 0) >= row["file_streams"] > 0, row
+        assert row["requests"] > row["minimum"], row
+    assert "GATE FAILED: S3 requests per checkpoint above the minimum" in run.stdout
+
+
+def test_a_target_without_file_state_gets_no_file_figures(tmp_path):
+    pytest.importorskip("moto", reason="the S3 leg needs moto (the s3 extra)")
+    out = tmp_path / "out"
+    run = _bench(tmp_path, "--impl=ckptstore-jobmanager", "--quick", f"--out={out}")
+    assert run.returncode == 0, run.stdout + run.stderr
+    document = json.loads((out / "bench.json").read_text())
+    assert document["figures"] == []
+    assert document["rss"] == []
+    assert "no file-backed figures" in run.stdout
+    rows = [r for r in document["requests"]["rows"] if r["kind"] == "checkpoint"]
+    assert [(r["requests"], r["minimum"]) for r in rows] == [(1, 1), (1, 1)]  # _metadata only
