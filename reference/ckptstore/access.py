@@ -228,7 +228,8 @@ class FsCheckpointStorageAccess:
             # where _metadata goes: with entropy injection, the path without the key (MD1)
             entropy = self._entropy
             probe_dir = (
-                entropy.remove(self._checkpoints_dir) if entropy is not None
+                entropy.remove(self._checkpoints_dir)
+                if entropy is not None
                 else self._checkpoints_dir
             )
             probe_conditional_writes(fs, probe_dir)

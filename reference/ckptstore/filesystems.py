@@ -461,9 +461,7 @@ _MEMORY_LOCK = threading.Lock()
 
 
 def _registration(scheme: str, options: dict[str, Any]) -> _Registration:
-    return _Registration(
-        scheme, _family(scheme), options, _digest([scheme, options], salted=True)
-    )
+    return _Registration(scheme, _family(scheme), options, _digest([scheme, options], salted=True))
 
 
 def register_filesystem(
@@ -741,8 +739,8 @@ def _probe_dir_for(path: StoragePath) -> StoragePath:
     ``<job>/chk-<n>/_metadata``), or ``path``'s own directory right below a bucket."""
     directory = path.parent
     above = directory.parent
-    return above if above != directory and authority_of(above) and "/" in above.path else (
-        directory
+    return (
+        above if above != directory and authority_of(above) and "/" in above.path else (directory)
     )
 
 
@@ -784,11 +782,7 @@ STAGING_SUFFIX = ".inprogress"
 def _is_precondition_failure(exc: OSError) -> bool:
     """s3fs reports a failed ``If-None-Match`` without the condition header as EINVAL."""
     text = str(exc).lower()
-    return (
-        "precondition" in text
-        or "pre-condition" in text
-        or "conditionalrequestconflict" in text
-    )
+    return "precondition" in text or "pre-condition" in text or "conditionalrequestconflict" in text
 
 
 def _publish_local(path: StoragePath, data: bytes) -> None:

@@ -69,14 +69,37 @@ __all__ = [
 ]
 
 # Exceptions of these packages are I/O failures of a file system or its client.
-_IO_MODULES = ("botocore", "aiobotocore", "aiohttp", "urllib3", "requests", "s3fs", "fsspec",
-               "gcsfs", "adlfs", "azure", "google", "ocifs", "ossfs")
+_IO_MODULES = (
+    "botocore",
+    "aiobotocore",
+    "aiohttp",
+    "urllib3",
+    "requests",
+    "s3fs",
+    "fsspec",
+    "gcsfs",
+    "adlfs",
+    "azure",
+    "google",
+    "ocifs",
+    "ossfs",
+)
 _MAX_REASON = 400
 # Exception class names (any module) of a connection that could not be established.
-_UNREACHABLE = frozenset({"EndpointConnectionError", "ConnectTimeoutError",
-                          "ClientConnectorError", "ClientConnectorDNSError",
-                          "ProxyConnectionError", "ConnectionTimeoutError", "ConnectTimeout",
-                          "NewConnectionError", "NameResolutionError", "gaierror"})
+_UNREACHABLE = frozenset(
+    {
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ClientConnectorError",
+        "ClientConnectorDNSError",
+        "ProxyConnectionError",
+        "ConnectionTimeoutError",
+        "ConnectTimeout",
+        "NewConnectionError",
+        "NameResolutionError",
+        "gaierror",
+    }
+)
 
 
 def public_endpoint(url: Any) -> str | None:
@@ -203,8 +226,10 @@ def translate_io_error(
         reason = f"{type(exc).__name__}: {_scrub(str(exc), secrets)}"
         unreachable = is_unreachable(exc)
         cls = EndpointUnreachableError if unreachable else CheckpointIOError
-        code = exc.errno if isinstance(exc, OSError) and exc.errno else (
-            errno.ECONNREFUSED if unreachable else errno.EIO
+        code = (
+            exc.errno
+            if isinstance(exc, OSError) and exc.errno
+            else (errno.ECONNREFUSED if unreachable else errno.EIO)
         )
         if unreachable:
             reason = f"the endpoint could not be reached ({reason})"

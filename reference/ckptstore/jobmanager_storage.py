@@ -123,7 +123,6 @@ def _require_job_id(job_id: Any) -> JobID:
 # --------------------------------------------------------------------------- locations
 
 
-
 def _own_or_local(schemes: list[str]) -> list[str]:
     """The schemes a storage may open by itself: those of its paths, else the local file system.
 
@@ -131,6 +130,7 @@ def _own_or_local(schemes: list[str]) -> list[str]:
     on, the local file system, which is Flink's default file system when none is configured.
     """
     return schemes or ["file"]
+
 
 class PersistentMetadataCheckpointStorageLocation(MemCheckpointStreamFactory):
     """A checkpoint or savepoint whose state is inline but whose ``_metadata`` is a file (MEM3)."""
@@ -531,11 +531,13 @@ class JobManagerCheckpointStorage:
 
     def _leftover_scope(self, job_id: JobID) -> dict[str, Any]:
         job = require_job_id(job_id)
-        checkpoint = None if self._checkpoint_path is None else parse_storage_path(
-            self._checkpoint_path
-        ).child(str(job))
-        savepoint = None if self._savepoint_path is None else parse_storage_path(
-            self._savepoint_path
+        checkpoint = (
+            None
+            if self._checkpoint_path is None
+            else parse_storage_path(self._checkpoint_path).child(str(job))
+        )
+        savepoint = (
+            None if self._savepoint_path is None else parse_storage_path(self._savepoint_path)
         )
         options = self._storage_options
         return {

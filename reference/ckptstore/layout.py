@@ -53,13 +53,9 @@ __all__ = [
 #: ``chk-<n>``: the checkpoint id in decimal (Flink writes no zero padding, L2).
 CHECKPOINT_DIR_PATTERN = re.compile(rf"^{CHECKPOINT_DIR_PREFIX}(?P<id>[0-9]{{1,19}})$")
 #: ``savepoint-<job id[0:6]>-<12 random characters>`` (L5: Flink draws from ``0-9a-f``).
-SAVEPOINT_DIR_PATTERN = re.compile(
-    rf"^{SAVEPOINT_DIR_PREFIX}[0-9a-fA-F]{{6}}-[0-9a-zA-Z]{{12}}$"
-)
+SAVEPOINT_DIR_PATTERN = re.compile(rf"^{SAVEPOINT_DIR_PREFIX}[0-9a-fA-F]{{6}}-[0-9a-zA-Z]{{12}}$")
 #: A state file: a random UUID, 36 characters (L3, S11).
-STATE_FILE_PATTERN = re.compile(
-    r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-)
+STATE_FILE_PATTERN = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 #: The staging file of a local ``_metadata`` publish.
 STAGING_FILE_PATTERN = re.compile(rf"^\.{METADATA_FILE_NAME}\.[0-9a-f]{{32}}\.inprogress$")
 #: The object of an S3 conditional-write probe (``ckptstore.s3.PROBE_PREFIX``).

@@ -219,18 +219,27 @@ def _scan(
                 modified = _modified(entry)
                 if modified is not None and modified <= cutoff:
                     size = entry.get("size")
-                    probes.leftovers.append(Leftover(
-                        path.url, "write-probe", size if isinstance(size, int) else None,
-                        modified, scope.base.url,
-                    ))
+                    probes.leftovers.append(
+                        Leftover(
+                            path.url,
+                            "write-probe",
+                            size if isinstance(size, int) else None,
+                            modified,
+                            scope.base.url,
+                        )
+                    )
                 continue
             if entry.get("type") != "directory" or not scope.accepts(path.name):
                 continue
             scanned = _scan_directory(fs, path, entry, cutoff)
-            if not scanned.has_metadata and scanned.others == 0 and (
-                traits_for(path.scheme).real_directories
-                and scanned.modified is not None
-                and scanned.modified <= cutoff
+            if (
+                not scanned.has_metadata
+                and scanned.others == 0
+                and (
+                    traits_for(path.scheme).real_directories
+                    and scanned.modified is not None
+                    and scanned.modified <= cutoff
+                )
             ):
                 scanned.leftovers.append(
                     Leftover(path.url, "abandoned-directory", None, scanned.modified, path.url)
@@ -261,9 +270,7 @@ def _add_open_uploads(
         started = started if started.tzinfo else started.replace(tzinfo=datetime.UTC)
         if started > cutoff:
             continue
-        scanned = directories.setdefault(
-            directory.url, _Directory(directory, [], False, 0, None)
-        )
+        scanned = directories.setdefault(directory.url, _Directory(directory, [], False, 0, None))
         url = upload.path.url
         if url not in scanned.uploads:
             scanned.leftovers.append(Leftover(url, "open-upload", None, started, directory.url))

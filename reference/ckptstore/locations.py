@@ -59,11 +59,16 @@ class FsCheckpointStreamFactory:
         entropy: EntropyInjector | None = None,
     ) -> None:
         file_state_threshold = require_int(
-            file_state_threshold, "file_state_threshold", minimum=0,
+            file_state_threshold,
+            "file_state_threshold",
+            minimum=0,
             below_message="The threshold for file state size must be zero or larger.",
         )
         write_buffer_size = require_int(
-            write_buffer_size, "write_buffer_size", minimum=0, maximum=MAX_WRITE_BUFFER_SIZE,
+            write_buffer_size,
+            "write_buffer_size",
+            minimum=0,
+            maximum=MAX_WRITE_BUFFER_SIZE,
             below_message="The write buffer size must be zero or larger.",
         )
         if file_state_threshold > MAX_FILE_STATE_THRESHOLD:

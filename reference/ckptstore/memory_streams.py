@@ -67,9 +67,7 @@ class MemoryCheckpointOutputStream:
     """
 
     def __init__(self, max_size: int) -> None:
-        self._max_size = require_int(
-            max_size, "max state size", minimum=1, maximum=JAVA_INT_MAX
-        )
+        self._max_size = require_int(max_size, "max state size", minimum=1, maximum=JAVA_INT_MAX)
         self._buffer: io.BytesIO | None = io.BytesIO()
         self._closed = False
         self._lock = threading.Lock()

@@ -178,7 +178,8 @@ class FsCheckpointMetadataOutputStream:
     ) -> None:
         self._target = _as_path(metadata_file, "metadata file")
         self._exclusive_dir = (
-            _as_path(exclusive_dir, "exclusive dir") if exclusive_dir is not None
+            _as_path(exclusive_dir, "exclusive dir")
+            if exclusive_dir is not None
             else self._target.parent
         )
         self._fs_token = fs_token

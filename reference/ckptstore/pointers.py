@@ -69,9 +69,7 @@ def normalise_schemes(schemes: Collection[str]) -> frozenset[str]:
         result.add(name)
         for group in _ALIASES:
             if name in group:
-                result |= {
-                    canonical_scheme(alias) for alias in group if is_available_scheme(alias)
-                }
+                result |= {canonical_scheme(alias) for alias in group if is_available_scheme(alias)}
     return frozenset(result)
 
 

@@ -46,8 +46,20 @@ REDACTED = "***"
 
 #: A name containing one of these (any case) names a secret: its value is never shown.
 SECRET_MARKERS = (
-    "key", "secret", "token", "password", "passwd", "session", "credential", "auth",
-    "sas", "signature", "private", "cookie", "connection_string", "connectionstring",
+    "key",
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "session",
+    "credential",
+    "auth",
+    "sas",
+    "signature",
+    "private",
+    "cookie",
+    "connection_string",
+    "connectionstring",
 )
 #: Short names that are secrets exactly (query parameters: Azure SAS ``sig``, ``pwd``...).
 SECRET_NAMES = frozenset({"sig", "pwd", "pass", "pw", "code", "x-amz-credential"})
@@ -103,8 +115,9 @@ def redact_text(text: object, secrets: Iterable[str] = (), *, limit: int | None 
     result is cut at ``limit`` characters (``None``: no limit).
     """
     result = str(text)
-    for secret in sorted({s for s in secrets if isinstance(s, str) and len(s) >= 4},
-                         key=len, reverse=True):
+    for secret in sorted(
+        {s for s in secrets if isinstance(s, str) and len(s) >= 4}, key=len, reverse=True
+    ):
         result = result.replace(secret, REDACTED)
     result = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", result)
     result = _BARE_USERINFO.sub(lambda m: f"{REDACTED}@", result)

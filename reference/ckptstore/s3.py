@@ -272,8 +272,10 @@ class _BudgetRetryHandler:
         limit = policy.seconds
         if not await self._conditions.is_retryable(context):
             extra = policy.throttle_attempts
-            if extra is None or context.attempt_number >= extra or (
-                not self._throttled.is_retryable(context)
+            if (
+                extra is None
+                or context.attempt_number >= extra
+                or (not self._throttled.is_retryable(context))
             ):
                 return None
             limit = policy.throttle_seconds if policy.throttle_seconds is not None else limit
@@ -481,7 +483,8 @@ def probe_conditional_writes(fs: Any, directory: StoragePath) -> str:
             "_metadata is published check-then-write there: one HEAD before each PUT refuses "
             "an existing _metadata, but two coordinators publishing the same checkpoint at "
             "the same moment could still overwrite each other.",
-            key[0], key[1],
+            key[0],
+            key[1],
         )
     return mode
 
@@ -516,7 +519,8 @@ def _delete_quietly(fs: Any, path: StoragePath) -> None:
         _LOG.warning(
             "Could not delete the conditional-write probe %s (%s); the leftover cleaner "
             "removes it later.",
-            path.url, redact_text(f"{type(exc).__name__}: {exc}", limit=300),
+            path.url,
+            redact_text(f"{type(exc).__name__}: {exc}", limit=300),
         )
 
 
@@ -584,13 +588,18 @@ def list_open_uploads(fs: Any, directory: StoragePath) -> list[dict[str, Any]] |
     while True:
         try:
             page = fs.call_s3(
-                "list_multipart_uploads", Bucket=bucket, Prefix=prefix, MaxUploads=_PAGE,
+                "list_multipart_uploads",
+                Bucket=bucket,
+                Prefix=prefix,
+                MaxUploads=_PAGE,
                 **markers,
             )
         except Exception as exc:
             if _not_implemented(exc) or error_code(exc) in ("MethodNotAllowed", "405"):
-                _LOG.debug("ListMultipartUploads is not implemented at %s", endpoint_label(
-                    fs, directory.scheme))
+                _LOG.debug(
+                    "ListMultipartUploads is not implemented at %s",
+                    endpoint_label(fs, directory.scheme),
+                )
                 return None
             raise
         uploads.extend(dict(item) for item in page.get("Uploads") or ())

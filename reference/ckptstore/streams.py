@@ -73,11 +73,16 @@ class FsCheckpointStateOutputStream:
         entropy: EntropyInjector | None = None,
     ) -> None:
         threshold = require_int(
-            threshold, "threshold", minimum=0,
+            threshold,
+            "threshold",
+            minimum=0,
             below_message="The threshold for file state size must be zero or larger.",
         )
         buffer_size = require_int(
-            buffer_size, "buffer_size", minimum=0, maximum=MAX_WRITE_BUFFER_SIZE,
+            buffer_size,
+            "buffer_size",
+            minimum=0,
+            maximum=MAX_WRITE_BUFFER_SIZE,
             below_message="The write buffer size must be zero or larger.",
         )
         base_dir = parse_storage_path(base_dir)

@@ -140,15 +140,21 @@ def _fail(
 
 def _missing(argument: str, accepted: str) -> Exception:
     return _fail(
-        MissingArgumentError, f"{argument} must not be None; expected {accepted}",
-        argument, None, accepted,
+        MissingArgumentError,
+        f"{argument} must not be None; expected {accepted}",
+        argument,
+        None,
+        accepted,
     )
 
 
 def _wrong_type(argument: str, value: object, accepted: str) -> Exception:
     return _fail(
-        InvalidArgumentTypeError, f"{argument} must be {accepted}, got {describe(value)}",
-        argument, value, accepted,
+        InvalidArgumentTypeError,
+        f"{argument} must be {accepted}, got {describe(value)}",
+        argument,
+        value,
+        accepted,
     )
 
 
@@ -221,14 +227,19 @@ def require_str(
         raise _wrong_type(setting, value, "a string")
     if not allow_empty and not value.strip():
         raise _fail(
-            InvalidArgumentError, f"{setting} must not be empty or blank, got {value!r}",
-            setting, value, "a non-blank string",
+            InvalidArgumentError,
+            f"{setting} must not be empty or blank, got {value!r}",
+            setting,
+            value,
+            "a non-blank string",
         )
     if max_length is not None and len(value) > max_length:
         raise _fail(
             InvalidArgumentError,
             f"{setting} must have at most {max_length} characters, got {len(value)}",
-            setting, value, f"at most {max_length} characters",
+            setting,
+            value,
+            f"at most {max_length} characters",
         )
     return value
 
@@ -241,11 +252,21 @@ def require_checkpoint_id(value: Any, setting: str = "checkpoint_id") -> int:
     accepted = f"an integer in [0, {JAVA_LONG_MAX}] (a non-negative Java long)"
     number = require_int(value, setting)
     if number < 0:
-        raise _fail(ArgumentOutOfRangeError, f"Illegal negative checkpoint id: {number}.",
-                    setting, number, accepted)
+        raise _fail(
+            ArgumentOutOfRangeError,
+            f"Illegal negative checkpoint id: {number}.",
+            setting,
+            number,
+            accepted,
+        )
     if number > JAVA_LONG_MAX:
-        raise _fail(ArgumentOutOfRangeError, f"{setting} must be {accepted}, got {number}",
-                    setting, number, accepted)
+        raise _fail(
+            ArgumentOutOfRangeError,
+            f"{setting} must be {accepted}, got {number}",
+            setting,
+            number,
+            accepted,
+        )
     return number
 
 
@@ -261,8 +282,13 @@ def require_duration(value: Any, setting: str) -> float:
     else:
         seconds = float(value)
     if not math.isfinite(seconds) or seconds < 0:
-        raise _fail(ArgumentOutOfRangeError, f"{setting} must be {accepted}, got {value!r}",
-                    setting, value, accepted)
+        raise _fail(
+            ArgumentOutOfRangeError,
+            f"{setting} must be {accepted}, got {value!r}",
+            setting,
+            value,
+            accepted,
+        )
     return seconds
 
 
@@ -297,20 +323,27 @@ def require_url_text(value: Any, setting: str) -> str:
         raise _fail(
             InvalidPathError,
             f"{setting} is {len(value)} characters long; at most {MAX_URL_LENGTH} are accepted",
-            setting, value, f"at most {MAX_URL_LENGTH} characters",
+            setting,
+            value,
+            f"at most {MAX_URL_LENGTH} characters",
         )
     if _CONTROL.search(value):
         raise _fail(
             InvalidPathError,
             f"{setting} contains a control character (NUL, newline, ...): {describe(value)}",
-            setting, value, "text without control characters",
+            setting,
+            value,
+            "text without control characters",
         )
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise _fail(
-            InvalidPathError, f"{setting} is not valid UTF-8 text: {describe(value)}",
-            setting, value, "UTF-8 encodable text",
+            InvalidPathError,
+            f"{setting} is not valid UTF-8 text: {describe(value)}",
+            setting,
+            value,
+            "UTF-8 encodable text",
         ) from exc
     return value
 
@@ -334,7 +367,9 @@ def require_file_name(value: Any, setting: str = "relative_path") -> str:
             InvalidHandleError,
             f"relative state path {value!r} is not a single file name inside the "
             "checkpoint directory",
-            setting, value, accepted,
+            setting,
+            value,
+            accepted,
         )
     return value
 
@@ -360,8 +395,13 @@ def require_scope(value: Any, setting: str = "scope") -> CheckpointedStateScope:
     if value is None:
         raise _missing(setting, accepted)
     if not isinstance(value, CheckpointedStateScope):
-        raise _fail(InvalidArgumentTypeError, f"Unknown state scope: {describe(value)}; "
-                    f"expected {accepted}", setting, value, accepted)
+        raise _fail(
+            InvalidArgumentTypeError,
+            f"Unknown state scope: {describe(value)}; expected {accepted}",
+            setting,
+            value,
+            accepted,
+        )
     return value
 
 
@@ -401,11 +441,21 @@ def require_handle(value: Any, setting: str = "handle") -> StreamStateHandle:
     if _as_int(size) is None or not methods:
         raise _wrong_type(setting, value, accepted)
     if file_path is not None and not isinstance(file_path, str):
-        raise _fail(InvalidHandleError, f"{setting} names its file by {describe(file_path)}, "
-                    "not by a URL string", setting, value, accepted)
+        raise _fail(
+            InvalidHandleError,
+            f"{setting} names its file by {describe(file_path)}, not by a URL string",
+            setting,
+            value,
+            accepted,
+        )
     if relative is not None and not isinstance(relative, str):
-        raise _fail(InvalidHandleError, f"{setting} has a relative path {describe(relative)}, "
-                    "not a file name string", setting, value, accepted)
+        raise _fail(
+            InvalidHandleError,
+            f"{setting} has a relative path {describe(relative)}, not a file name string",
+            setting,
+            value,
+            accepted,
+        )
     if relative is not None:
         require_file_name(relative, f"{setting}.relative_path")
     return value  # type: ignore[no-any-return]
@@ -444,8 +494,13 @@ def require_scheme_names(value: Any, setting: str = "allowed_schemes") -> tuple[
             raise _wrong_type(f"{setting} entry", item, accepted)
         name = item.strip().rstrip("/").rstrip(":")
         if not _SCHEME_NAME.match(name) or len(name) > 32:
-            raise _fail(ConfigurationError, f"{setting}: {describe(item)} is not a URL scheme "
-                        f"name; expected {accepted}", setting, item, accepted)
+            raise _fail(
+                ConfigurationError,
+                f"{setting}: {describe(item)} is not a URL scheme name; expected {accepted}",
+                setting,
+                item,
+                accepted,
+            )
         names.append(name.lower())
     return tuple(names)
 
@@ -475,7 +530,9 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
         _endpoint(client_kwargs.get("endpoint_url"), f"{setting}['client_kwargs']['endpoint_url']")
     if options.get("retry_attempts") is not None:
         _budget_number(
-            options["retry_attempts"], f"{setting}['retry_attempts']", "retry_attempts",
+            options["retry_attempts"],
+            f"{setting}['retry_attempts']",
+            "retry_attempts",
             integer=True,
         )
     if options.get("retry_seconds") is not None:
@@ -485,26 +542,44 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
     config = options.get("config_kwargs")
     if config is not None:
         if not isinstance(config, Mapping):
-            raise _fail(ConfigurationError, f"{setting}['config_kwargs'] must be a mapping, got "
-                        f"{describe(config)}", setting, config, "a mapping")
+            raise _fail(
+                ConfigurationError,
+                f"{setting}['config_kwargs'] must be a mapping, got {describe(config)}",
+                setting,
+                config,
+                "a mapping",
+            )
         for name in ("connect_timeout", "read_timeout"):
             if name in config:
                 _budget_number(config[name], f"{setting}['config_kwargs']['{name}']", name)
         retries = config.get("retries")
         if retries is not None:
             if not isinstance(retries, Mapping):
-                raise _fail(ConfigurationError, f"{setting}['config_kwargs']['retries'] must be "
-                            f"a mapping, got {describe(retries)}", setting, retries, "a mapping")
+                raise _fail(
+                    ConfigurationError,
+                    f"{setting}['config_kwargs']['retries'] must be "
+                    f"a mapping, got {describe(retries)}",
+                    setting,
+                    retries,
+                    "a mapping",
+                )
             for name in ("max_attempts", "total_max_attempts"):
                 if name in retries:
                     _budget_number(
-                        retries[name], f"{setting}['config_kwargs']['retries']['{name}']",
-                        "max_attempts", integer=True,
+                        retries[name],
+                        f"{setting}['config_kwargs']['retries']['{name}']",
+                        "max_attempts",
+                        integer=True,
                     )
     client = options.get("client_kwargs")
     if client is not None and not isinstance(client, Mapping):
-        raise _fail(ConfigurationError, f"{setting}['client_kwargs'] must be a mapping, got "
-                    f"{describe(client)}", setting, client, "a mapping")
+        raise _fail(
+            ConfigurationError,
+            f"{setting}['client_kwargs'] must be a mapping, got {describe(client)}",
+            setting,
+            client,
+            "a mapping",
+        )
     return options
 
 
@@ -513,8 +588,13 @@ def _endpoint(value: Any, setting: str) -> None:
         return
     accepted = "an http:// or https:// URL with a host"
     if not isinstance(value, str):
-        raise _fail(ConfigurationError, f"{setting} must be {accepted}, got {describe(value)}",
-                    setting, value, accepted)
+        raise _fail(
+            ConfigurationError,
+            f"{setting} must be {accepted}, got {describe(value)}",
+            setting,
+            value,
+            accepted,
+        )
     try:
         parts = urlsplit(value.strip())
         host = parts.hostname
@@ -522,27 +602,46 @@ def _endpoint(value: Any, setting: str) -> None:
     except ValueError:
         host = None
         parts = None
-    if parts is None or parts.scheme.lower() not in ("http", "https") or not host or (
-        _CONTROL.search(value)
+    if (
+        parts is None
+        or parts.scheme.lower() not in ("http", "https")
+        or not host
+        or (_CONTROL.search(value))
     ):
-        raise _fail(ConfigurationError, f"{setting} must be {accepted}, got {describe(value)}",
-                    setting, value, accepted)
+        raise _fail(
+            ConfigurationError,
+            f"{setting} must be {accepted}, got {describe(value)}",
+            setting,
+            value,
+            accepted,
+        )
 
 
 def _budget_number(value: Any, setting: str, kind: str, *, integer: bool = False) -> float:
     low, high = RETRY_BUDGET_LIMITS[kind]
     open_low = kind == "retry_seconds"  # more than 0: no budget at all is no budget
     accepted = (
-        f"{'an integer' if integer else 'a number'} in "
-        f"{'(' if open_low else '['}{low:g}, {high:g}]"
+        f"{'an integer' if integer else 'a number'} in {'(' if open_low else '['}{low:g}, {high:g}]"
     )
-    if isinstance(value, bool) or not isinstance(value, int | float) or (
-        integer and not isinstance(value, int)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (integer and not isinstance(value, int))
     ):
-        raise _fail(ConfigurationError, f"{setting} must be {accepted}, got {describe(value)}",
-                    setting, value, accepted)
+        raise _fail(
+            ConfigurationError,
+            f"{setting} must be {accepted}, got {describe(value)}",
+            setting,
+            value,
+            accepted,
+        )
     above_low = value > low if open_low else value >= low
     if not (math.isfinite(value) and above_low and value <= high):
-        raise _fail(ConfigurationError, f"{setting} must be {accepted}, got {value!r}",
-                    setting, value, accepted)
+        raise _fail(
+            ConfigurationError,
+            f"{setting} must be {accepted}, got {value!r}",
+            setting,
+            value,
+            accepted,
+        )
     return float(value)
