@@ -14,31 +14,32 @@ job, and ``clean_leftovers(job_id, older_than=..., dry_run=False)`` removes them
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from ckptstore.access import FsCheckpointStorageAccess
 from ckptstore.api import JobID
+from ckptstore.base_access import (
+    allowed_schemes_argument,
+    optional_path_argument,
+    path_argument,
+)
 from ckptstore.entropy import EntropyInjector, validate_entropy_options
 from ckptstore.errors import ConfigurationError, MissingArgumentError
-from ckptstore.filesystems import register_path, require_available_schemes, traits_for
+from ckptstore.filesystems import register_path, traits_for
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-from ckptstore.leftovers import DEFAULT_LEFTOVER_GRACE, Leftover, clean_leftovers, find_leftovers
+from ckptstore.leftovers import Leftover, LeftoverMethods
 from ckptstore.locations import MAX_FILE_STATE_THRESHOLD
 from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer
+from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer, storage_schemes
 from ckptstore.redaction import redact
 from ckptstore.validation import (
     MAX_WRITE_BUFFER_SIZE,
     require_bool,
-    require_duration,
     require_int,
     require_job_id,
-    require_scheme_names,
     require_storage_options,
-    require_url_text,
 )
 
 __all__ = [
@@ -64,13 +65,7 @@ def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _path_text(value: Any, what: str) -> StoragePath:
-    path = parse_storage_path(require_url_text(value, what))
-    require_available_schemes([path.scheme], what)
-    return path
-
-
-class FileSystemCheckpointStorage:
+class FileSystemCheckpointStorage(LeftoverMethods):
     """Checkpoint storage on a file system (local, memory, S3 or any fsspec URL).
 
     ``file_state_size_threshold``: state up to this size is kept inline (None or -1: 20480;
@@ -109,8 +104,8 @@ class FileSystemCheckpointStorage:
             raise MissingArgumentError(
                 "checkpoint directory is null (checkpoint_path must not be None)"
             )
-        checkpoint = _path_text(checkpoint_path, "checkpoint_path")
-        savepoint = None if savepoint_path is None else _path_text(savepoint_path, "savepoint_path")
+        checkpoint = path_argument(checkpoint_path, "checkpoint_path")
+        savepoint = optional_path_argument(savepoint_path, "savepoint_path")
 
         threshold = -1 if file_state_size_threshold is None else file_state_size_threshold
         message = (
@@ -136,8 +131,7 @@ class FileSystemCheckpointStorage:
         )
         create_subdir = require_bool(create_subdir, "create_subdir")
         options = require_storage_options(storage_options)
-        schemes = require_scheme_names(allowed_schemes)
-        require_available_schemes(schemes)
+        schemes = allowed_schemes_argument(allowed_schemes)
         validate_entropy_options(entropy_key, entropy_length)
         if entropy_key is not None:
             for path in (checkpoint, savepoint):
@@ -211,10 +205,7 @@ class FileSystemCheckpointStorage:
         return EntropyInjector(self._entropy_key, self._entropy_length)
 
     def _all_allowed_schemes(self) -> frozenset[str]:
-        schemes = {self._checkpoint.scheme, *self._allowed_schemes}
-        if self._savepoint is not None:
-            schemes.add(self._savepoint.scheme)
-        return normalise_schemes(schemes)
+        return storage_schemes((self._checkpoint, self._savepoint), self._allowed_schemes)
 
     def create_checkpoint_storage(self, job_id: JobID) -> FsCheckpointStorageAccess:
         """A fresh access object for one job (no I/O)."""
@@ -241,47 +232,13 @@ class FileSystemCheckpointStorage:
 
     # ------------------------------------------------------------------ crash leftovers
 
-    def _leftover_scope(self, job_id: JobID) -> dict[str, Any]:
+    def _leftover_directories(
+        self, job_id: JobID
+    ) -> tuple[JobID, StoragePath | None, StoragePath | None]:
+        """``find_leftovers``/``clean_leftovers`` (``ckptstore.leftovers.LeftoverMethods``)
+        scan the job's checkpoint directory (CFG3) and the default savepoint directory."""
         access = self.create_checkpoint_storage(job_id)
-        options = self._storage_options
-        return {
-            "checkpoints_dir": parse_storage_path(access.checkpoints_directory),
-            "savepoint_dir": self._savepoint,
-            "job_id": access.job_id,
-            "token_for": lambda path: register_path(path, options),
-        }
-
-    def find_leftovers(
-        self,
-        job_id: JobID,
-        *,
-        older_than: float | datetime.timedelta = DEFAULT_LEFTOVER_GRACE,
-    ) -> list[Leftover]:
-        """Crash leftovers of ``job_id`` in this storage's layout (``ckptstore.leftovers``).
-
-        Staging files of ``_metadata`` and state files in ``chk-<n>`` (and the job's
-        ``savepoint-...``) directories without ``_metadata``, older than ``older_than``
-        (seconds or a ``timedelta``; default one hour, which must exceed the longest
-        checkpoint). Lists directories only; deletes nothing.
-        """
-        seconds = require_duration(older_than, "older_than")
-        return find_leftovers(**self._leftover_scope(job_id), older_than=seconds)
-
-    def clean_leftovers(
-        self,
-        job_id: JobID,
-        *,
-        older_than: float | datetime.timedelta = DEFAULT_LEFTOVER_GRACE,
-        dry_run: bool = False,
-    ) -> list[Leftover]:
-        """Remove what ``find_leftovers`` reports (single files, then empty directories).
-
-        Returns the leftovers removed (with ``dry_run``: those that would be). State files of
-        a directory whose ``_metadata`` appeared meanwhile are kept.
-        """
-        seconds = require_duration(older_than, "older_than")
-        dry = require_bool(dry_run, "dry_run")
-        return clean_leftovers(**self._leftover_scope(job_id), older_than=seconds, dry_run=dry)
+        return access.job_id, parse_storage_path(access.checkpoints_directory), self._savepoint
 
     # ------------------------------------------------------------------ value semantics
 

@@ -7,7 +7,8 @@ coordinator died before finalizing (or whose abort never ran) leaves its state f
 ``savepoint-...`` directory. Nothing refers to them, so nothing ever deletes them (P4).
 
 ``FileSystemCheckpointStorage.find_leftovers(job_id, older_than=...)`` lists them and
-``clean_leftovers(...)`` removes them (``JobManagerCheckpointStorage`` has both too). The scan
+``clean_leftovers(...)`` removes them (``JobManagerCheckpointStorage`` has both too: the
+storages' methods are :class:`LeftoverMethods`). The scan
 is confined to the storage's own layout (``ckptstore.layout``) for one job:
 
 * the job's checkpoint directory (``<base>/<job id>``, or ``<base>`` without
@@ -57,6 +58,7 @@ from ckptstore.filesystems import (
     filesystem_for,
     list_directory,
     list_open_uploads,
+    register_path,
     remove_empty_directory,
     traits_for,
 )
@@ -68,11 +70,13 @@ from ckptstore.layout import (
     is_state_file_name,
 )
 from ckptstore.paths import StoragePath
+from ckptstore.validation import require_bool, require_duration
 
 __all__ = [
     "DEFAULT_LEFTOVER_GRACE",
     "LEFTOVER_KINDS",
     "Leftover",
+    "LeftoverMethods",
     "clean_leftovers",
     "find_leftovers",
 ]
@@ -348,3 +352,62 @@ def _child(directory: _Directory, item: Leftover) -> StoragePath:
 
 def _ordered(items: Iterable[Leftover]) -> list[Leftover]:
     return sorted(items, key=lambda item: LEFTOVER_KINDS.index(item.kind))
+
+
+class LeftoverMethods:
+    """``find_leftovers``/``clean_leftovers`` of a storage, over the directories it names.
+
+    Both storages have them; each says where one job's checkpoints and savepoints go
+    (``_leftover_directories``) and holds its fsspec ``_storage_options``.
+    """
+
+    _storage_options: dict[str, Any]
+
+    def _leftover_directories(
+        self, job_id: JobID
+    ) -> tuple[JobID, StoragePath | None, StoragePath | None]:
+        """The checked job id, the job's checkpoint directory and the savepoint directory."""
+        raise NotImplementedError
+
+    def _leftover_scope(self, job_id: JobID) -> dict[str, Any]:
+        job, checkpoints_dir, savepoint_dir = self._leftover_directories(job_id)
+        options = self._storage_options
+        return {
+            "checkpoints_dir": checkpoints_dir,
+            "savepoint_dir": savepoint_dir,
+            "job_id": job,
+            "token_for": lambda path: register_path(path, options),
+        }
+
+    def find_leftovers(
+        self,
+        job_id: JobID,
+        *,
+        older_than: float | datetime.timedelta = DEFAULT_LEFTOVER_GRACE,
+    ) -> list[Leftover]:
+        """Crash leftovers of ``job_id`` in this storage's layout (module docstring).
+
+        Staging files of ``_metadata``, and state files in ``chk-<n>`` (and the job's
+        ``savepoint-...``) directories without ``_metadata`` (a JobManager storage keeps its
+        state inline, so there it finds staging files and abandoned, empty directories), older
+        than ``older_than`` (seconds or a ``timedelta``; default one hour, which must exceed
+        the longest checkpoint). Lists directories only; deletes nothing.
+        """
+        seconds = require_duration(older_than, "older_than")
+        return find_leftovers(**self._leftover_scope(job_id), older_than=seconds)
+
+    def clean_leftovers(
+        self,
+        job_id: JobID,
+        *,
+        older_than: float | datetime.timedelta = DEFAULT_LEFTOVER_GRACE,
+        dry_run: bool = False,
+    ) -> list[Leftover]:
+        """Remove what ``find_leftovers`` reports (single files, then empty directories).
+
+        Returns the leftovers removed (with ``dry_run``: those that would be). State files of
+        a directory whose ``_metadata`` appeared meanwhile are kept.
+        """
+        seconds = require_duration(older_than, "older_than")
+        dry = require_bool(dry_run, "dry_run")
+        return clean_leftovers(**self._leftover_scope(job_id), older_than=seconds, dry_run=dry)

@@ -21,7 +21,7 @@ Messages show the pointer redacted (``ckptstore.redaction``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ckptstore.api import METADATA_FILE_NAME, NON_ADDRESSABLE_POINTER
@@ -47,7 +47,12 @@ from ckptstore.paths import LOCAL_SCHEMES, StoragePath, canonical_scheme, parse_
 from ckptstore.redaction import redact_text
 from ckptstore.validation import require_url_text
 
-__all__ = ["normalise_schemes", "resolve_checkpoint_pointer"]
+__all__ = [
+    "normalise_schemes",
+    "require_allowed_scheme",
+    "resolve_checkpoint_pointer",
+    "storage_schemes",
+]
 
 # Spellings that open the same file system; allowing one allows its siblings.
 _ALIASES: tuple[frozenset[str], ...] = (
@@ -71,6 +76,43 @@ def normalise_schemes(schemes: Collection[str]) -> frozenset[str]:
             if name in group:
                 result |= {canonical_scheme(alias) for alias in group if is_available_scheme(alias)}
     return frozenset(result)
+
+
+def storage_schemes(
+    paths: Iterable[StoragePath | None], extra: Collection[str] = ()
+) -> frozenset[str]:
+    """The schemes a storage may open: its paths' (else ``file``) plus ``extra``, normalised.
+
+    A storage with no paths at all (a JobManager storage without checkpoint and savepoint
+    path) still takes savepoints to, and resolves pointers on, the local file system, which is
+    Flink's default file system when none is configured.
+    """
+    own = [path.scheme for path in paths if path is not None]
+    return normalise_schemes([*(own or ["file"]), *extra])
+
+
+def require_allowed_scheme(
+    path: StoragePath,
+    allowed: Collection[str],
+    what: str,
+    *,
+    shown: str | None = None,
+    purpose: str = "",
+) -> None:
+    """Raise ``UnsupportedSchemeError`` unless ``path``'s scheme is one of ``allowed``.
+
+    The message names ``what`` and the path (``shown``, else the redacted URL), the allowed
+    schemes and the remedy, ``allowed_schemes`` (``purpose``: what adding it is for).
+    """
+    allowed = normalise_schemes(allowed)
+    if path.scheme in allowed:
+        return
+    shown = redact_text(path.url) if shown is None else shown
+    raise UnsupportedSchemeError(
+        f"Cannot access file system for {what} '{shown}': the scheme '{path.scheme}' is not "
+        f"allowed for this storage (allowed: {', '.join(sorted(allowed)) or 'none'}). Add it "
+        f"to the storage's allowed_schemes{purpose}."
+    )
 
 
 def resolve_checkpoint_pointer(
@@ -116,14 +158,13 @@ def resolve_checkpoint_pointer(
             f"({exc})"
         ) from exc
 
-    allowed = normalise_schemes(allowed_schemes)
-    if location.scheme not in allowed:
-        raise UnsupportedSchemeError(
-            f"Cannot access file system for checkpoint/savepoint path '{shown}': the scheme "
-            f"'{location.scheme}' is not allowed for this storage (allowed: "
-            f"{', '.join(sorted(allowed)) or 'none'}). Add it to the storage's "
-            f"allowed_schemes to resolve pointers on it."
-        )
+    require_allowed_scheme(
+        location,
+        allowed_schemes,
+        "checkpoint/savepoint path",
+        shown=shown,
+        purpose=" to resolve pointers on it",
+    )
 
     use_options = (
         location.scheme not in DIRECTORY_SCHEMES

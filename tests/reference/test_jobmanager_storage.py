@@ -191,7 +191,7 @@ def test_access_registers_its_file_systems(job_id: JobID) -> None:
     def registered(register: mock.Mock) -> list[tuple[str, Any]]:
         return sorted((path.url, opts) for path, opts in (c.args for c in register.call_args_list))
 
-    with mock.patch("ckptstore.jobmanager_storage.register_path") as register:
+    with mock.patch("ckptstore.base_access.register_path") as register:
         storage.create_checkpoint_storage(job_id)
     assert registered(register) == [
         ("memory:///sp", options),
@@ -297,6 +297,20 @@ def test_non_persistent_location_is_picklable(job_id: JobID) -> None:
     access = JobManagerCheckpointStorage().create_checkpoint_storage(job_id)
     completed = _checkpoint(access, 1, b"x", b"meta")
     copy = pickle.loads(pickle.dumps(completed))
+    assert copy.metadata_handle.data == b"meta"
+    assert copy.external_pointer == NON_ADDRESSABLE_POINTER
+
+
+def test_pickles_naming_the_former_module_load(job_id: JobID) -> None:
+    """SER, MEM3: the locations moved to ``ckptstore.jobmanager_locations``; a completed
+    location pickled when its class lived in ``ckptstore.jobmanager_storage`` still loads."""
+    access = JobManagerCheckpointStorage().create_checkpoint_storage(job_id)
+    completed = _checkpoint(access, 1, b"x", b"meta")
+    blob = pickle.dumps(completed, protocol=2)  # protocol 2 names a class in a text line
+    now = b"ckptstore.jobmanager_locations\n"
+    assert now in blob
+    copy = pickle.loads(blob.replace(now, b"ckptstore.jobmanager_storage\n"))
+    assert type(copy) is type(completed)
     assert copy.metadata_handle.data == b"meta"
     assert copy.external_pointer == NON_ADDRESSABLE_POINTER
 
@@ -436,8 +450,9 @@ def test_no_directory_requests_on_object_stores(job_id: JobID) -> None:
     access = storage.create_checkpoint_storage(job_id)
     fake_fs = mock.Mock()
     with (
-        mock.patch("ckptstore.jobmanager_storage.filesystem_for", return_value=fake_fs),
-        mock.patch("ckptstore.jobmanager_storage.probe_conditional_writes") as probe,
+        mock.patch("ckptstore.jobmanager_access.filesystem_for", return_value=fake_fs),
+        mock.patch("ckptstore.base_access.filesystem_for", return_value=fake_fs),
+        mock.patch("ckptstore.jobmanager_access.probe_conditional_writes") as probe,
     ):
         access.initialize_base_locations_for_checkpoint()
         location = access.initialize_location_for_checkpoint(5)
@@ -572,6 +587,8 @@ def test_savepoint_target_scheme_must_be_allowed(job_id: JobID, tmp_path: Path) 
     access = JobManagerCheckpointStorage(str(tmp_path)).create_checkpoint_storage(job_id)
     with pytest.raises(UnsupportedSchemeError, match="allowed_schemes"):
         access.initialize_location_for_savepoint(1, "memory:///elsewhere")
+    with pytest.raises(UnsupportedSchemeError, match="nosuchscheme"):  # as FsCheckpointStorage
+        access.initialize_location_for_savepoint(1, "nosuchscheme://bucket/sp")
     allowed = JobManagerCheckpointStorage(allowed_schemes="file").create_checkpoint_storage(job_id)
     location = allowed.initialize_location_for_savepoint(1, tmp_path / "sp")  # type: ignore[arg-type]
     assert location.checkpoint_directory.startswith(_url_of(tmp_path / "sp") + "/savepoint-")
@@ -628,7 +645,7 @@ def test_savepoint_mkdir_failure(job_id: JobID, tmp_path: Path) -> None:
     )
     with (
         mock.patch(
-            "ckptstore.access.make_directory_exclusive", return_value=False
+            "ckptstore.base_access.make_directory_exclusive", return_value=False
         ) as mkdir,
         pytest.raises(OSError, match="Failed to create savepoint directory at"),
     ):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ckptstore import FileSystemCheckpointStorage, RelativeFileStateHandle
-from ckptstore import access as access_module
+from ckptstore import base_access as base_access_module
 from ckptstore.api import (
     REFERENCE_MAGIC_NUMBER,
     CheckpointedStateScope,
@@ -152,7 +152,7 @@ def test_savepoint_directory_attempts(fsroot: FsRoot, monkeypatch: pytest.Monkey
         attempts.append(path.name)
         return len(attempts) == 10
 
-    monkeypatch.setattr(access_module, "make_directory_exclusive", collide)
+    monkeypatch.setattr(base_access_module, "make_directory_exclusive", collide)
     location = access.initialize_location_for_savepoint(1)
     assert parse_storage_path(location.checkpoint_directory).name == attempts[-1]
     assert len(set(attempts)) == 10
@@ -160,7 +160,7 @@ def test_savepoint_directory_attempts(fsroot: FsRoot, monkeypatch: pytest.Monkey
     def broken(fs: Any, path: Any) -> bool:
         raise OSError("read-only")
 
-    monkeypatch.setattr(access_module, "make_directory_exclusive", broken)
+    monkeypatch.setattr(base_access_module, "make_directory_exclusive", broken)
     with pytest.raises(CheckpointIOError, match="Failed to create savepoint directory at") as info:
         access.initialize_location_for_savepoint(1)
     assert isinstance(info.value.__cause__, OSError)
@@ -170,7 +170,7 @@ def test_savepoint_directory_is_exclusive(fsroot: FsRoot, monkeypatch: pytest.Mo
     """ACC7 (our rule): on directory file systems an existing directory is not reused."""
     access = _access(fsroot, savepoints=True)
     names = iter(["aaaaaaaaaaaa", "aaaaaaaaaaaa", "bbbbbbbbbbbb"])
-    monkeypatch.setattr(access_module, "random_savepoint_suffix", lambda: next(names))
+    monkeypatch.setattr(base_access_module, "random_savepoint_suffix", lambda: next(names))
     first = access.initialize_location_for_savepoint(1)
     second = access.initialize_location_for_savepoint(2)
     assert first.checkpoint_directory.endswith("aaaaaaaaaaaa")
