@@ -37,8 +37,10 @@ from typing import Any
 import pytest
 
 from ckptconform import __version__
+from ckptconform.failures import clauses_of
 from ckptconform.policy import SPARK_LEG, TRAITS, Offer, needs_of, skip_reason, storage_options_skip
 from ckptconform.profiles import PROFILES, default_profile, register_profiles
+from ckptconform.report import PROP_FAILED
 
 register_profiles()  # before hypothesis's plugin loads a profile named on the command line
 
@@ -323,8 +325,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     status = state.leg_skips.get(SPARK_LEG)
     required = " [required]" if SPARK_LEG in state.required else ""
     lines.append(
-        f"  spark leg{required}: "
-        + (f"SKIPPED: {status}" if status else state.spark.describe())
+        f"  spark leg{required}: " + (f"SKIPPED: {status}" if status else state.spark.describe())
     )
     should = "fail the run" if state.strict_should else "are reported as WARN"
     lines.append(f"  hypothesis profile: {state.profile}; failing SHOULD clauses {should}")
@@ -564,6 +565,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     state = item.config.stash.get(_STATE, None)
     if state is None or not _marker_args(item, "clause"):
         return report
+    if report.failed and call.excinfo is not None:
+        named = clauses_of(call.excinfo.value)
+        if named:
+            report.user_properties.append((PROP_FAILED, " ".join(named)))
     if report.failed:
         report.sections.append(("ckptconform", _failure_section(item, state)))
         if report.when == "call" and item.stash.get(_KIND, "") == "should":

@@ -13,7 +13,6 @@ of its tests' (FAIL > XPASS > WARN > XFAIL > PASS > SKIP); NOTRUN when no test r
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -40,6 +39,8 @@ _SEVERITY = {"FAIL": 6, "XPASS": 5, "WARN": 4, "XFAIL": 3, "PASS": 2, "SKIP": 1}
 PROP_CLAUSES = "ckptconform.clauses"
 PROP_BACKEND = "ckptconform.backend"
 PROP_KIND = "ckptconform.kind"  # "", "should" (SHOULD-only test) or "known" (known failure)
+#: On a failed report: the clause ids its ``ClauseFailure`` named (``failures.clauses_of``).
+PROP_FAILED = "ckptconform.failed"
 
 #: The matrix column of tests that run on no backend.
 NO_BACKEND = "no backend"
@@ -63,26 +64,25 @@ class Outcome:
     failed_clauses: list[str] = field(default_factory=list)
 
 
-_CLAUSE_TAG = re.compile(r"\[([A-Z]{2,4}-\d+)\]")
-
 #: Statuses that say a clause is broken; a test in one of them blames ``failed_clauses`` only.
 _BLAMING = frozenset({"FAIL", "WARN", "XFAIL", "XPASS"})
 
 
-def attribute(record: Outcome) -> None:
+def attribute(record: Outcome, named: Sequence[str] = ()) -> None:
     """Decide which of a failing test's clauses the failure belongs to, and name them.
 
-    A test may check several clauses. Its assertion messages start with the clause they check
-    (``[INL-3] ...``); when the failure names some of the test's clauses, only those fail and the
-    test says nothing about the others (it stopped before checking them). A failure that names
-    none (an unexpected exception) is blamed on all of the test's clauses. Either way the
-    recorded message starts with the blamed clause ids, so every failure names its clause.
+    A test may check several clauses. When its failure is a ``ClauseFailure`` naming some of
+    the test's clauses (``named``, read from the report, never from the text), only those fail
+    and the test says nothing about the others (it stopped before checking them). A failure
+    that names none (an unexpected exception, an assertion outside a ``tagged`` block) is
+    blamed on all of the test's clauses. Either way the recorded message starts with the
+    blamed clause ids, so every failure names its clause.
     """
     if record.status not in _BLAMING:
         record.failed_clauses = []
         return
-    named = [cid for cid in _CLAUSE_TAG.findall(record.message) if cid in record.clauses]
-    record.failed_clauses = list(dict.fromkeys(named)) or list(record.clauses)
+    own = [cid for cid in dict.fromkeys(named) if cid in record.clauses]
+    record.failed_clauses = own or list(record.clauses)
     tag = "[" + ", ".join(record.failed_clauses) + "]"
     if not record.message.startswith(tag):
         record.message = f"{tag} {record.message}"
@@ -142,13 +142,14 @@ class OutcomeRecorder:
         status, message = self._outcome(report)
         if status is None:
             return
+        named = props.get(PROP_FAILED, "").split()
         if report.when == "teardown":
             if status == "FAIL" and record.status != "FAIL":
                 record.status, record.message = "FAIL", "error in teardown: " + message
-                attribute(record)
+                attribute(record, named)
             return
         record.status, record.message = status, message
-        attribute(record)
+        attribute(record, named)
 
     def _outcome(self, report: Any) -> tuple[str | None, str]:
         wasxfail = getattr(report, "wasxfail", None)

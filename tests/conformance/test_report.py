@@ -12,6 +12,7 @@ from ckptconform.clauses import CLAUSES
 from ckptconform.report import (
     PROP_BACKEND,
     PROP_CLAUSES,
+    PROP_FAILED,
     PROP_KIND,
     Outcome,
     OutcomeRecorder,
@@ -48,6 +49,7 @@ class _Report:
     backend: str = "local"
     kind: str = ""
     wasxfail: str | None = None
+    failed_ids: str = ""  # what the plugin copies from a ClauseFailure
     user_properties: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -56,6 +58,8 @@ class _Report:
             (PROP_BACKEND, self.backend),
             (PROP_KIND, self.kind),
         ]
+        if self.failed_ids:
+            self.user_properties.append((PROP_FAILED, self.failed_ids))
         if self.wasxfail is None:
             del self.wasxfail
 
@@ -205,26 +209,32 @@ def test_markdown_and_files(tmp_path):
 
 
 def test_failure_is_blamed_on_the_clause_it_names():
-    """A test of two clauses whose assertion names one fails that one; the other is not judged."""
+    """A test of two clauses whose ClauseFailure names one fails that one; the other is not
+    judged. The ids come from the report's properties: a clause id in the text decides nothing."""
     both = f"{IDS[0]} {IDS[1]}"
     recorder = _feed(
         _Report(
             "t::named",
             "call",
             "failed",
-            _Longrepr(_Crash(f"AssertionError: [{IDS[1]}] tell() is off")),
+            _Longrepr(_Crash(f"ClauseFailure: [{IDS[0]}] mentioned, not blamed")),
             clauses=both,
+            failed_ids=f"{IDS[1]} NOT-1",
         ),
         _Report(
-            "t::unnamed", "call", "failed", _Longrepr(_Crash("KeyError: 'x'")), clauses=both
+            "t::unnamed",
+            "call",
+            "failed",
+            _Longrepr(_Crash(f"AssertionError: [{IDS[1]}] text only")),
+            clauses=both,
         ),
         _Report("t::other", "call", "passed", clauses=IDS[0]),
     )
     named, unnamed = recorder.records["t::named"], recorder.records["t::unnamed"]
     assert named.failed_clauses == [IDS[1]]
-    assert named.message.startswith(f"[{IDS[1]}] ")
+    assert named.message.startswith(f"[{IDS[1]}] ClauseFailure")
     assert unnamed.failed_clauses == [IDS[0], IDS[1]]
-    assert unnamed.message.startswith(f"[{IDS[0]}, {IDS[1]}] KeyError")
+    assert unnamed.message.startswith(f"[{IDS[0]}, {IDS[1]}] AssertionError")
     doc = build_document({}, CLAUSES, [named, recorder.records["t::other"]], ["local"])
     assert doc["clauses"][IDS[1]]["status"] == "FAIL"
     assert doc["clauses"][IDS[0]]["status"] == "PASS"

@@ -7,7 +7,9 @@ through ``ckptstore.api`` only; the backend is inspected through the plugin's ``
 access that bypasses the implementation).
 
 Failure messages must stand alone: ``fail_message`` puts the clause id, the operation with its
-inputs and, where a sandbox is given, a listing of the test's root into one string.
+inputs and, where a sandbox is given, a listing of the test's root into one string. A test that
+checks several clauses runs each part inside ``tagged(clause, ...)``: a failure there is raised
+as a ``ClauseFailure`` that names the clause (the reports read the ids, never the text).
 """
 
 from __future__ import annotations
@@ -17,8 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
-
+from ckptconform.failures import ClauseFailure
 from ckptconform.workload import payload
 from ckptstore.api import (
     CheckpointedStateScope,
@@ -44,6 +45,7 @@ __all__ = [
     "payload",
     "read_handle",
     "rel_paths",
+    "require",
     "roundtrip",
     "same_location",
     "tagged",
@@ -95,31 +97,46 @@ def expect_error(
     except expected as exc:
         return exc
     except Exception as exc:
-        pytest.fail(
+        raise ClauseFailure(
+            (clause,),
             fail_message(clause, operation, sandbox, **inputs)
-            + f"\nexpected {names}, got {type(exc).__name__}: {exc}"
-        )
-    pytest.fail(
+            + f"\nexpected {names}, got {type(exc).__name__}: {exc}",
+        ) from exc
+    raise ClauseFailure(
+        (clause,),
         fail_message(clause, operation, sandbox, **inputs)
-        + f"\nexpected {names}, but it returned {_short(result)}"
+        + f"\nexpected {names}, but it returned {_short(result)}",
     )
+
+
+def require(ok: bool, clause: str, message: str) -> None:
+    """Fail ``clause`` with ``message`` (which stands alone) unless ``ok``."""
+    if not ok:
+        raise ClauseFailure((clause,), message)
 
 
 @contextmanager
 def tagged(clause: str, operation: str, sandbox: Any = None, **inputs: Any) -> Iterator[None]:
-    """Turn an unexpected exception of the block into a failure of ``clause`` with context.
+    """Raise any failure of the block as a ``ClauseFailure`` of ``clause``, with context.
 
-    A test that checks several clauses uses it where an implementation's exception would
-    otherwise be blamed on all of them.
+    A failed ``assert`` keeps pytest's explanation below the clause's message; an unexpected
+    exception of the implementation is named with its type. A ``ClauseFailure`` of a nested
+    block passes unchanged, so the innermost clause is the one blamed.
     """
     try:
         yield
-    except AssertionError:
+    except ClauseFailure:
         raise
+    except AssertionError as exc:
+        text = str(exc)
+        if not text.startswith(f"[{clause}]"):  # its message is not already the clause's own
+            text = fail_message(clause, operation, sandbox, **inputs) + f"\n{text}"
+        raise ClauseFailure((clause,), text) from exc
     except Exception as exc:
-        raise AssertionError(
+        raise ClauseFailure(
+            (clause,),
             fail_message(clause, operation, sandbox, **inputs)
-            + f"\nraised {type(exc).__name__}: {exc}"
+            + f"\nraised {type(exc).__name__}: {exc}",
         ) from exc
 
 

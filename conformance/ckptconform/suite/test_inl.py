@@ -21,6 +21,7 @@ from ckptconform.suite._driver import (
     is_inline,
     payload,
     read_handle,
+    tagged,
     write_chunks,
 )
 from ckptconform.suite._strategies import capped, chunkings, sizes_around, thresholds
@@ -35,22 +36,24 @@ def _factory(drv: JobDriver, checkpoint_id: int = 1):
 
 
 def _check_inline(sandbox, clause, handle, blob, before, **inputs):
-    msg = fail_message(clause, "close_and_get_handle", sandbox, size=len(blob), **inputs)
-    assert handle is not None, msg + "\ngot None for non-empty state"
-    assert is_inline(handle), msg + f"\nexpected an inline handle, got {handle!r}"
-    assert bytes(handle.as_bytes_if_in_memory()) == blob, msg + "\ninline bytes differ"
-    assert files_below(sandbox, sandbox.root) == before, msg + "\ninline state created a file"
+    """``handle`` is inline and holds ``blob``, and no file was written; else ``clause`` fails."""
+    with tagged(clause, "close_and_get_handle", sandbox, size=len(blob), **inputs):
+        assert handle is not None, "got None for non-empty state"
+        assert is_inline(handle), f"expected an inline handle, got {handle!r}"
+        assert bytes(handle.as_bytes_if_in_memory()) == blob, "inline bytes differ"
+        assert files_below(sandbox, sandbox.root) == before, "inline state created a file"
 
 
 def _check_file(sandbox, clause, handle, blob, **inputs):
-    msg = fail_message(clause, "close_and_get_handle", sandbox, size=len(blob), **inputs)
-    assert handle is not None, msg + "\ngot None for non-empty state"
-    assert handle.as_bytes_if_in_memory() is None, msg + "\nstate above the threshold is inline"
-    path = file_path(handle)
-    assert path is not None, msg + f"\nexpected a file handle, got {handle!r}"
-    assert sandbox.exists(path), msg + f"\nthe handle's file {path} does not exist"
-    assert sandbox.read(path) == blob, msg + f"\nthe file {path} holds other bytes"
-    assert read_handle(handle) == blob, msg + "\nthe handle reads other bytes"
+    """``handle`` is a file handle whose file holds ``blob``; else ``clause`` fails."""
+    with tagged(clause, "close_and_get_handle", sandbox, size=len(blob), **inputs):
+        assert handle is not None, "got None for non-empty state"
+        assert handle.as_bytes_if_in_memory() is None, "state above the threshold is inline"
+        path = file_path(handle)
+        assert path is not None, f"expected a file handle, got {handle!r}"
+        assert sandbox.exists(path), f"the handle's file {path} does not exist"
+        assert sandbox.read(path) == blob, f"the file {path} holds other bytes"
+        assert read_handle(handle) == blob, "the handle reads other bytes"
 
 
 @pytest.mark.clause("INL-1", "INL-3")

@@ -25,7 +25,9 @@ from ckptconform.suite._driver import (
     payload,
     read_handle,
     rel_paths,
+    require,
     same_location,
+    tagged,
     write_state,
 )
 from ckptconform.suite._layout import (
@@ -55,16 +57,17 @@ def test_layout_checker_accepts_flink_trees(tmp_path):
     """LAY-1: the suite's layout checker accepts the trees Flink 2.3.0 wrote (and no junk)."""
     root = extract_flink_trees(str(tmp_path))
     tree = check_checkpoint_tree(*_walk(os.path.join(root, FLINK_CHECKPOINT_BASE)))
-    assert tree.problems == [], fail_message(
-        "LAY-1", "check Flink's checkpoint tree", problems=tree.problems
-    )
+    with tagged("LAY-1", "check Flink's checkpoint tree", problems=tree.problems):
+        assert tree.problems == []
     job = tree.jobs[FLINK_JOB_ID]
-    assert job.completed() == list(FLINK_COMPLETED), f"[LAY-5] completed: {job.completed()}"
-    assert FLINK_IN_FLIGHT in job.checkpoints, "[LAY-2] chk-13 (in flight) is missing"
+    require(
+        job.completed() == list(FLINK_COMPLETED), "LAY-5", f"[LAY-5] completed: {job.completed()}"
+    )
+    require(FLINK_IN_FLIGHT in job.checkpoints, "LAY-2", "[LAY-2] chk-13 (in flight) is missing")
     sp = check_savepoint_tree(*_walk(os.path.join(root, FLINK_SAVEPOINT_BASE)), job_id=FLINK_JOB_ID)
-    msg = fail_message("LAY-1", "check Flink's savepoint tree", problems=sp.problems)
-    assert sp.problems == [], msg
-    assert list(sp.savepoints) == [FLINK_SAVEPOINT], msg
+    with tagged("LAY-1", "check Flink's savepoint tree", problems=sp.problems):
+        assert sp.problems == []
+        assert list(sp.savepoints) == [FLINK_SAVEPOINT]
     # the checker is not a rubber stamp
     bad = check_checkpoint_tree(
         [
@@ -74,9 +77,10 @@ def test_layout_checker_accepts_flink_trees(tmp_path):
             f"{FLINK_JOB_ID}/other/x",
         ]
     )
-    assert len(bad.problems) == 4, bad.problems
     bad_sp = check_savepoint_tree(["savepoint-28035f-1A44b3786f30/_metadata", "savepoint-x/y/z"])
-    assert len(bad_sp.problems) >= 2, bad_sp.problems
+    with tagged("LAY-1", "check junk trees (the checker must reject them)"):
+        assert len(bad.problems) == 4, bad.problems
+        assert len(bad_sp.problems) >= 2, bad_sp.problems
 
 
 def _blame(problems: list[str]) -> str:
@@ -112,29 +116,51 @@ def test_checkpoint_layout(sandbox, checkpoint_id):
         files=files,
         dirs=dirs,
     )
-    assert tree.problems == [], msg.replace("[LAY-1]", f"[{_blame(tree.problems)}]") + (
-        f"\nproblems: {tree.problems}"
+    blamed = _blame(tree.problems)
+    require(
+        tree.problems == [],
+        blamed,
+        msg.replace("[LAY-1]", f"[{blamed}]") + f"\nproblems: {tree.problems}",
     )
-    assert list(tree.jobs) == [job], msg.replace("[LAY-1]", "[LAY-1] job dir")
+    require(list(tree.jobs) == [job], "LAY-1", msg.replace("[LAY-1]", "[LAY-1] job dir"))
     entry = tree.jobs[job]
     # where each kind of state went, before what chk-<n> holds (a misplaced file shows there too)
-    assert entry.shared == [os.path.basename(file_path(written[2][0]))], msg.replace(
-        "[LAY-1]", "[LAY-3] shared state in shared/"
+    require(
+        entry.shared == [os.path.basename(file_path(written[2][0]))],
+        "LAY-3",
+        msg.replace("[LAY-1]", "[LAY-3] shared state in shared/") + f"\nshared/: {entry.shared}",
     )
-    assert entry.taskowned == [os.path.basename(file_path(task_owned))], msg.replace(
-        "[LAY-1]", "[TOW-2] task-owned state in taskowned/"
+    require(
+        entry.taskowned == [os.path.basename(file_path(task_owned))],
+        "TOW-2",
+        msg.replace("[LAY-1]", "[TOW-2] task-owned state in taskowned/")
+        + f"\ntaskowned/: {entry.taskowned}",
     )
-    assert entry.completed() == [checkpoint_id], msg.replace("[LAY-1]", "[LAY-5] _metadata")
+    require(
+        entry.completed() == [checkpoint_id],
+        "LAY-5",
+        msg.replace("[LAY-1]", "[LAY-5] _metadata") + f"\ncompleted: {entry.completed()}",
+    )
     excl = [os.path.basename(file_path(h)) for h, d in written[:2]]
-    assert sorted(entry.checkpoints[checkpoint_id]) == sorted(["_metadata", *excl]), msg.replace(
-        "[LAY-1]", "[LAY-2] exclusive state + _metadata in chk-<n>"
+    held = sorted(entry.checkpoints[checkpoint_id])
+    require(
+        held == sorted(["_metadata", *excl]),
+        "LAY-2",
+        msg.replace("[LAY-1]", "[LAY-2] exclusive state + _metadata in chk-<n>")
+        + f"\n{chk}/: {held}",
     )
-    assert same_location(sandbox, completed.external_pointer, join(base, job, chk)), msg.replace(
-        "[LAY-1]", f"[LAY-5] pointer {completed.external_pointer}"
+    require(
+        same_location(sandbox, completed.external_pointer, join(base, job, chk)),
+        "LAY-5",
+        msg.replace("[LAY-1]", f"[LAY-5] pointer {completed.external_pointer}"),
     )
-    assert same_location(
-        sandbox, file_path(completed.metadata_handle), join(base, job, chk, "_metadata")
-    ), msg.replace("[LAY-1]", "[LAY-5]")
+    require(
+        same_location(
+            sandbox, file_path(completed.metadata_handle), join(base, job, chk, "_metadata")
+        ),
+        "LAY-5",
+        msg.replace("[LAY-1]", f"[LAY-5] metadata handle {completed.metadata_handle!r}"),
+    )
 
 
 @pytest.mark.clause("LAY-6")

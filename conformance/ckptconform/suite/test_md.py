@@ -19,6 +19,7 @@ from ckptconform.suite._driver import (
     join,
     payload,
     read_handle,
+    tagged,
 )
 from ckptstore.api import ByteStreamStateHandle
 
@@ -68,11 +69,10 @@ def test_unfinalized_checkpoint_does_not_resolve(sandbox, target):
             lambda: drv.fresh_storage().resolve_checkpoint(drv.chk_dir(2)),
             sandbox,
         )
-    stream.close()
-    stream.close()
-    assert files_below(sandbox, sandbox.root) == before, fail_message(
-        "MD-2", "metadata stream closed without finalize", sandbox
-    )
+    with tagged("MD-2", "metadata stream closed without finalize", sandbox):
+        stream.close()
+        stream.close()
+        assert files_below(sandbox, sandbox.root) == before
     if "file-layout" in target.capabilities:
         expect_error(
             FileNotFoundError,

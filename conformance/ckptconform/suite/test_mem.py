@@ -16,6 +16,7 @@ from ckptconform.suite._driver import (
     fail_message,
     payload,
     read_handle,
+    tagged,
     write_chunks,
 )
 
@@ -49,12 +50,12 @@ def test_limit_boundary(sandbox, max_size, kind):
     drv = JobDriver(sandbox, max_state_size=max_size)
     open_stream = _streams(drv)[kind]
     blob = payload(max_size, seed=max_size)
-    handle = _write(open_stream, blob, [max(1, max_size // 3)])
-    msg = fail_message(
+    with tagged(
         "MEM-1", "state of max_state_size bytes", sandbox, max_state_size=max_size, kind=kind
-    )
-    assert handle is not None, msg
-    assert read_handle(handle) == blob, msg
+    ):
+        handle = _write(open_stream, blob, [max(1, max_size // 3)])
+        assert handle is not None
+        assert read_handle(handle) == blob
     expect_error(
         OSError,
         "MEM-2",

@@ -20,6 +20,7 @@ from ckptconform.suite._driver import (
     join,
     payload,
     read_handle,
+    require,
     same_location,
     tagged,
 )
@@ -51,10 +52,15 @@ def _resolves_to(sandbox, clause, storage, pointer, expected_pointer, metadata, 
     with tagged(clause, "resolve_checkpoint", sandbox, pointer=pointer, **inputs):
         loc = storage.resolve_checkpoint(pointer)
     stable = "PTR-3" if pointer == expected_pointer else clause
-    assert loc.external_pointer == expected_pointer, fail_message(
-        stable, "resolve_checkpoint", sandbox, pointer=pointer, **inputs
-    ) + (f"\nexternal_pointer {loc.external_pointer!r} != {expected_pointer!r}")
-    assert read_handle(loc.metadata_handle) == metadata, msg + "\nmetadata bytes differ"
+    require(
+        loc.external_pointer == expected_pointer,
+        stable,
+        fail_message(stable, "resolve_checkpoint", sandbox, pointer=pointer, **inputs)
+        + f"\nexternal_pointer {loc.external_pointer!r} != {expected_pointer!r}",
+    )
+    with tagged(clause, "read the resolved metadata", sandbox, pointer=pointer, **inputs):
+        got = read_handle(loc.metadata_handle)
+    require(got == metadata, clause, msg + "\nmetadata bytes differ")
     return loc
 
 
@@ -278,17 +284,17 @@ def test_flink_written_checkpoints_resolve(sandbox, target, tmp_path):
         directory = join(url, rel)
         with open(os.path.join(local, *rel.split("/"), "_metadata"), "rb") as fh:
             expected = fh.read()
-        assert expected[:4] == bytes.fromhex("4960672d")
+        with tagged("PTR-10", "read Flink's _metadata from the fixture"):
+            assert expected[:4] == bytes.fromhex("4960672d")  # Flink's metadata magic number
         for pointer in (directory, join(directory, "_metadata"), directory + "/"):
             # the plain spellings are PTR-10's; the trailing '/' one is PTR-2's
             clause = "PTR-2" if pointer.endswith("/") else "PTR-10"
-            msg = fail_message(clause, "resolve_checkpoint (Flink tree)", sandbox, pointer=pointer)
             with tagged(clause, "resolve_checkpoint (Flink tree)", sandbox, pointer=pointer):
                 loc = storage.resolve_checkpoint(pointer)
-            assert read_handle(loc.metadata_handle) == expected, msg
-            assert same_location(sandbox, loc.external_pointer, directory), msg + (
-                f"\nexternal_pointer {loc.external_pointer}"
-            )
+                assert read_handle(loc.metadata_handle) == expected, "metadata bytes differ"
+                assert same_location(sandbox, loc.external_pointer, directory), (
+                    f"external_pointer {loc.external_pointer}"
+                )
     in_flight = join(job, f"chk-{FLINK_IN_FLIGHT}")
     for pointer in (in_flight, in_flight + "/"):
         expect_error(
@@ -309,10 +315,9 @@ def _resolves_local_spellings(clause, sandbox, target, backend, spellings) -> No
     completed, _ = drv.checkpoint(4, metadata=b"local spellings")
     path = "/" + sandbox.raw_path(completed.external_pointer).lstrip("/")
     for pointer in spellings(path):
-        msg = fail_message(clause, "resolve_checkpoint", sandbox, pointer=pointer)
         with tagged(clause, "resolve_checkpoint", sandbox, pointer=pointer):
             loc = drv.fresh_storage().resolve_checkpoint(pointer)
-        assert read_handle(loc.metadata_handle) == b"local spellings", msg
+            assert read_handle(loc.metadata_handle) == b"local spellings", "metadata bytes differ"
 
 
 @pytest.mark.clause("PTR-11")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ckptconform.suite._driver import EXCLUSIVE, fail_message, files_below, join, tagged
+from ckptconform.suite._driver import EXCLUSIVE, fail_message, files_below, join, require, tagged
 from ckptconform.workload import (
     CheckpointRun,
     Coordinator,
@@ -58,10 +58,12 @@ def _checkpoint(clause: str, sandbox: Any, coord: Coordinator, n: int) -> Checkp
         location = coord.checkpoint_location(n)
     run = coord.write(n, location)
     if run.failures:
-        pytest.fail(
+        require(
+            False,
+            clause,
             fail_message(clause, f"write checkpoint {n} on task threads", sandbox)
             + "\n"
-            + run.failures[0].describe()
+            + run.failures[0].describe(),
         )
     with tagged(clause, f"finalize checkpoint {n}", sandbox):
         coord.finalize(run)
@@ -81,10 +83,9 @@ def _restored(clause: str, sandbox: Any, target: Any, run: CheckpointRun) -> lis
         for x in r.results
         if x.status != "ok"
     ]
-    assert not problems, fail_message(clause, "restore", sandbox, pointer=run.pointer) + (
-        f"\n{len(problems)} problem(s): " + "; ".join(problems[:5])
-    )
-    assert len(states) == len(run.states), fail_message(clause, "_metadata", sandbox)
+    with tagged(clause, "restore", sandbox, pointer=run.pointer):
+        assert not problems, f"{len(problems)} problem(s): " + "; ".join(problems[:5])
+        assert len(states) == len(run.states), "_metadata holds another number of states"
     return states
 
 

@@ -25,6 +25,7 @@ from ckptconform.suite._driver import (
     read_handle,
     roundtrip,
     same_location,
+    tagged,
     write_state,
 )
 from ckptconform.suite._layout import SAVEPOINT_RE
@@ -54,12 +55,13 @@ def take_savepoint(
 
 
 def check_restore(sandbox, clause, storage, pointer, written, **inputs):
-    loc = storage.resolve_checkpoint(pointer)
-    msg = fail_message(clause, "restore savepoint", sandbox, pointer=pointer, **inputs)
-    handles = pickle.loads(read_handle(loc.metadata_handle))
-    assert len(handles) == len(written), msg
-    for handle, (_, blob) in zip(handles, written, strict=True):
-        assert read_handle(loc.resolve_handle(handle)) == blob, msg + f"\nhandle {handle!r}"
+    """Resolve ``pointer`` and read back ``written``; any failure is ``clause``'s."""
+    with tagged(clause, "restore savepoint", sandbox, pointer=pointer, **inputs):
+        loc = storage.resolve_checkpoint(pointer)
+        handles = pickle.loads(read_handle(loc.metadata_handle))
+        assert len(handles) == len(written)
+        for handle, (_, blob) in zip(handles, written, strict=True):
+            assert read_handle(loc.resolve_handle(handle)) == blob, f"handle {handle!r}"
     return loc
 
 
@@ -174,11 +176,10 @@ def test_workers_write_into_savepoints(sandbox, target):
     if "file-layout" in target.capabilities:
         for handle, _ in written:
             if file_path(handle):
-                assert same_location(
-                    sandbox, _parent(file_path(handle)), completed.external_pointer
-                ), fail_message(
-                    "SAV-6", "worker state in the savepoint directory", sandbox, handle=handle
-                )
+                with tagged("SAV-6", "worker state in the savepoint directory", sandbox, h=handle):
+                    assert same_location(
+                        sandbox, _parent(file_path(handle)), completed.external_pointer
+                    )
 
 
 @pytest.mark.clause("SAV-7")

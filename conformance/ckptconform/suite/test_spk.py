@@ -34,6 +34,7 @@ from ckptconform.suite._driver import (
     join,
     move_tree,
     read_handle,
+    require,
     tagged,
 )
 from ckptconform.workload import (
@@ -93,11 +94,13 @@ def _require_tasks(clause: str, run: CheckpointRun, sandbox: Any, operation: str
     failures = run.failures
     if failures:
         first = failures[0]
-        pytest.fail(
+        require(
+            False,
+            clause,
             fail_message(clause, operation, sandbox, checkpoint_id=run.checkpoint_id)
             + f"\n{len(failures)} of {len(run.reports)} task(s) failed; the first: "
             + first.describe()
-            + f"\n{first.trace}"
+            + f"\n{first.trace}",
         )
 
 
@@ -121,15 +124,14 @@ def _file_states(states: Iterable[StateRecord]) -> list[tuple[StateRecord, str]]
 def _check_distinct_files(sandbox: Any, states: Sequence[StateRecord], **inputs: Any) -> None:
     """SPK-2: no two handles name the same file."""
     seen: dict[str, StateRecord] = {}
-    for record, path in _file_states(states):
-        other = seen.get(path)
-        assert other is None, fail_message(
-            "SPK-2", "file-backed handles of concurrent tasks", sandbox, **inputs
-        ) + (
-            f"\n{path} is the file of task {other.task}'s {other.spec.describe()} and of "
-            f"task {record.task}'s {record.spec.describe()}"
-        )
-        seen[path] = record
+    with tagged("SPK-2", "file-backed handles of concurrent tasks", sandbox, **inputs):
+        for record, path in _file_states(states):
+            other = seen.get(path)
+            assert other is None, (
+                f"{path} is the file of task {other.task}'s {other.spec.describe()} and of "
+                f"task {record.task}'s {record.spec.describe()}"
+            )
+            seen[path] = record
 
 
 def _check_on_coordinator(
@@ -138,15 +140,12 @@ def _check_on_coordinator(
     """Every returned handle reads, in this process, exactly the bytes its task wrote."""
     for record in states:
         operation = f"read task {record.task}'s {record.spec.describe()} on the coordinator"
-        assert record.handle is not None, fail_message(clause, operation, sandbox, **inputs) + (
-            "\nthe task's stream returned None for non-empty state"
-        )
         with tagged(clause, operation, sandbox, **inputs):
+            assert record.handle is not None, "the task's stream returned None for non-empty state"
             data = read_handle(_handle(record))
-        assert data == record.spec.expected(), (
-            fail_message(clause, operation, sandbox, **inputs)
-            + f"\nread {len(data)} bytes that differ from the {record.spec.size} written"
-        )
+            assert data == record.spec.expected(), (
+                f"read {len(data)} bytes that differ from the {record.spec.size} written"
+            )
 
 
 def _check_restored(
@@ -160,9 +159,8 @@ def _check_restored(
     ]
     if len(results) != expected and not problems:
         problems.append(f"{len(results)} handles were read, {expected} were shipped")
-    assert not problems, fail_message(clause, "read handles on executors", sandbox, **inputs) + (
-        f"\n{len(problems)} problem(s):\n  " + "\n  ".join(problems[:12])
-    )
+    with tagged(clause, "read handles on executors", sandbox, **inputs):
+        assert not problems, f"{len(problems)} problem(s):\n  " + "\n  ".join(problems[:12])
 
 
 def _restore(
@@ -216,10 +214,10 @@ def test_checkpoints_in_a_row_on_executors(sandbox, target, spark):
         run = coord.write(checkpoint_id, location)
         _require_tasks("SPK-1", run, sandbox, "write state on executors")
         inputs = {"checkpoint_id": checkpoint_id}
-        assert os.getpid() not in {r.pid for r in run.reports}, (
-            fail_message("SPK-1", "where tasks ran", sandbox, **inputs)
-            + "\nthe tasks ran in the coordinator's process: nothing was shipped"
-        )
+        with tagged("SPK-1", "where tasks ran", sandbox, **inputs):
+            assert os.getpid() not in {r.pid for r in run.reports}, (
+                "the tasks ran in the coordinator's process: nothing was shipped"
+            )
         _check_distinct_files(sandbox, [s for r in runs for s in r.states] + run.states, **inputs)
         _check_on_coordinator("SPK-1", sandbox, run.states, **inputs)
         with tagged("SPK-3", "write and finalize _metadata", sandbox, **inputs):
@@ -239,10 +237,10 @@ def test_checkpoints_in_a_row_on_executors(sandbox, target, spark):
         + len(carried)
         - len([s for s in latest.states if s.spec.kind == SHARED_STATE])
     )
-    assert len(states) == expected, (
-        fail_message("SPK-3", "_metadata of the latest checkpoint", sandbox, pointer=latest.pointer)
-        + f"\nit holds {len(states)} states, {expected} were written into it"
-    )
+    with tagged("SPK-3", "_metadata of the latest checkpoint", sandbox, pointer=latest.pointer):
+        assert len(states) == expected, (
+            f"it holds {len(states)} states, {expected} were written into it"
+        )
     reports = _restore(spark, states, storage=fresh)
     _check_restored("SPK-3", sandbox, reports, len(states), pointer=latest.pointer)
 
@@ -275,15 +273,15 @@ def _restore_through_a_route(
         f"{at_server.count(operation='GetObject')} at the server, for {len(files)} file-backed "
         f"handles\nat the server:\n{at_server.summary()}"
     )
-    msg = fail_message(clause, "which endpoint the reads took", sandbox, **inputs) + where
-    assert len(gets) >= len(files), msg
-    assert at_server.count(operation="GetObject") == len(gets), msg
+    with tagged(clause, "which endpoint the reads took", sandbox, **inputs):
+        assert len(gets) >= len(files), where
+        assert at_server.count(operation="GetObject") == len(gets), where
     if key is not None and gets:
         keys = {request.access_key for request in gets}
-        assert keys == {key}, (
-            fail_message(clause, "which credentials signed the reads", sandbox, **inputs)
-            + f"\nsigned with {sorted(map(str, keys))}, the configured key is {key}"
-        )
+        with tagged(clause, "which credentials signed the reads", sandbox, **inputs):
+            assert keys == {key}, (
+                f"signed with {sorted(map(str, keys))}, the configured key is {key}"
+            )
 
 
 @pytest.mark.clause("SPK-4")

@@ -38,6 +38,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from ckptconform.failures import ClauseFailure
 from ckptconform.suite._driver import (
     EXCLUSIVE,
     SHARED,
@@ -109,6 +110,11 @@ class CheckpointMachine(RuleBasedStateMachine):
     def _msg(self, clause: str, operation: str, **inputs: Any) -> str:
         return fail_message(clause, operation, self.sandbox, **inputs)
 
+    def _check(self, ok: bool, clause: str, operation: str, **inputs: Any) -> None:
+        """Fail ``clause`` unless ``ok`` (the message, with the sandbox listing, only then)."""
+        if not ok:
+            raise ClauseFailure((clause,), self._msg(clause, operation, **inputs))
+
     def _step(self, clause: str, operation: str, **inputs: Any) -> AbstractContextManager[None]:
         """Run one operation; an unexpected exception fails ``clause`` with its context."""
         return tagged(clause, operation, self.sandbox, **inputs)
@@ -149,9 +155,9 @@ class CheckpointMachine(RuleBasedStateMachine):
             got = None if handle is None else read_handle(handle)
         note(f"checkpoint {self.pending.checkpoint_id}: {scope}, {size} bytes -> {handle!r}")
         if size == 0:
-            assert handle is None, self._msg("STR-3", "empty state", handle=handle)
+            self._check(handle is None, "STR-3", "empty state", handle=handle)
             return
-        assert got == blob, self._msg("STR-1", "write + read", size=size, sizes=sizes)
+        self._check(got == blob, "STR-1", "write + read", size=size, sizes=sizes)
         self.pending.written.append((handle, blob, str(scope)))
 
     @rule(size=SIZES.filter(bool))
@@ -162,7 +168,7 @@ class CheckpointMachine(RuleBasedStateMachine):
             handle = self.drv.task_owned(blob)
             got = read_handle(handle)
         note(f"task-owned state of {size} bytes -> {handle!r}")
-        assert got == blob, self._msg("TOW-1", "task-owned write + read", size=size)
+        self._check(got == blob, "TOW-1", "task-owned write + read", size=size)
         self.task_owned.append((handle, blob))
 
     @precondition(lambda self: self.pending is not None)
@@ -177,7 +183,7 @@ class CheckpointMachine(RuleBasedStateMachine):
             completed = self.drv.finalize(pending.location, metadata)
             pointer = completed.external_pointer
         note(f"finalize checkpoint {pending.checkpoint_id} -> {pointer}")
-        assert pointer not in self.completed, self._msg("PTR-1", "pointer reused", pointer=pointer)
+        self._check(pointer not in self.completed, "PTR-1", "pointer reused", pointer=pointer)
         self.completed[pointer] = Completed(pointer, metadata, pending.written, completed)
 
     @precondition(lambda self: self.pending is not None)
@@ -248,8 +254,12 @@ class CheckpointMachine(RuleBasedStateMachine):
         self.removed.append((path, clause))
         parent = path.rstrip("/").rsplit("/", 1)[0]
         if not self.sandbox.backend.object_store:
-            assert is_dir(self.sandbox, parent), self._msg(
-                "DIS-5", "discard_state removed the directory", handle=handle, directory=parent
+            self._check(
+                is_dir(self.sandbox, parent),
+                "DIS-5",
+                "discard_state removed the directory",
+                handle=handle,
+                directory=parent,
             )
 
     # ------------------------------------------------------------------ savepoints
@@ -285,8 +295,12 @@ class CheckpointMachine(RuleBasedStateMachine):
         entry = self.completed.pop(pointer)
         with self._step("SAV-7", "resolve a moved savepoint", pointer=new, moved_from=pointer):
             location = self._fresh_storage().resolve_checkpoint(new)
-        assert same_location(self.sandbox, location.external_pointer, new), self._msg(
-            "SAV-7", "resolve a moved savepoint", pointer=new, got=location.external_pointer
+        self._check(
+            same_location(self.sandbox, location.external_pointer, new),
+            "SAV-7",
+            "resolve a moved savepoint",
+            pointer=new,
+            got=location.external_pointer,
         )
         entry.pointer, entry.location, entry.moved = location.external_pointer, location, True
         self.completed[entry.pointer] = entry
@@ -312,19 +326,23 @@ class CheckpointMachine(RuleBasedStateMachine):
         clause = "SAV-7" if entry.moved else ("PTR-1" if spelling == "dir" else "PTR-2")
         with self._step(clause, "resolve_checkpoint", pointer=spelled):
             location = storage.resolve_checkpoint(spelled)
-        assert location.external_pointer == pointer, self._msg(
-            "PTR-3", "external_pointer of a restore", pointer=spelled, got=location.external_pointer
+        self._check(
+            location.external_pointer == pointer,
+            "PTR-3",
+            "external_pointer of a restore",
+            pointer=spelled,
+            got=location.external_pointer,
         )
         with self._step("MD-4", "read the metadata", pointer=spelled):
             metadata = read_handle(location.metadata_handle)
-        assert metadata == entry.metadata, self._msg("MD-4", "metadata bytes", pointer=spelled)
+        self._check(metadata == entry.metadata, "MD-4", "metadata bytes", pointer=spelled)
         with self._step("SER-2", "unpickle the handles from the metadata"):
             handles = pickle.loads(metadata)
         clause = "SAV-7" if entry.moved else "STR-1"
         for handle, (_, blob, scope) in zip(handles, entry.handles, strict=True):
             with self._step(clause, "read a restored handle", pointer=spelled, handle=handle):
                 got = read_handle(location.resolve_handle(handle))
-            assert got == blob, self._msg(clause, f"restored {scope} state", handle=handle)
+            self._check(got == blob, clause, f"restored {scope} state", handle=handle)
 
     @precondition(lambda self: bool(self.disposed))
     @rule(data=st.data())
@@ -336,13 +354,15 @@ class CheckpointMachine(RuleBasedStateMachine):
         except FileNotFoundError:
             return
         except Exception as exc:
-            raise AssertionError(
+            raise ClauseFailure(
+                ("DIS-2",),
                 self._msg("DIS-2", "resolve_checkpoint after dispose or move", pointer=pointer)
-                + f"\nexpected FileNotFoundError, got {type(exc).__name__}: {exc}"
+                + f"\nexpected FileNotFoundError, got {type(exc).__name__}: {exc}",
             ) from exc
-        raise AssertionError(
+        raise ClauseFailure(
+            ("DIS-2",),
             self._msg("DIS-2", "resolve_checkpoint after dispose or move", pointer=pointer)
-            + "\nexpected FileNotFoundError, but it resolved"
+            + "\nexpected FileNotFoundError, but it resolved",
         )
 
     # ------------------------------------------------------------------ invariants
@@ -363,15 +383,18 @@ class CheckpointMachine(RuleBasedStateMachine):
         clause, operation = self.last
         for path, what in self._live_files():
             blame = "TOW-3" if what == "task-owned state" and clause == "DIS-3" else clause
-            assert self.sandbox.exists(path), self._msg(
-                blame, f"{what} is gone after {operation}", file=path
+            self._check(
+                self.sandbox.exists(path), blame, f"{what} is gone after {operation}", file=path
             )
 
     @invariant()
     def removed_state_is_gone(self) -> None:
         for path, clause in self.removed:
-            assert not self.sandbox.exists(path), self._msg(
-                clause, "state that disposal or discard removed is still there", file=path
+            self._check(
+                not self.sandbox.exists(path),
+                clause,
+                "state that disposal or discard removed is still there",
+                file=path,
             )
 
     def teardown(self) -> None:
