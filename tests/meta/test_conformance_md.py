@@ -11,9 +11,12 @@ from ckptconform.clauses import CLAUSES
 from tests.meta.suite_runner import REPO
 
 HEADING = re.compile(
-    "^" + re.escape(HEADING_FORMAT).replace(r"\{id\}", r"(?P<id>[A-Z]+-\d+)")
+    "^"
+    + re.escape(HEADING_FORMAT)
+    .replace(r"\{id\}", r"(?P<id>[A-Z]+-\d+)")
     .replace(r"\{level\}", r"(?P<level>MUST|SHOULD)")
-    .replace(r"\{title\}", r"(?P<title>.+)") + "$",
+    .replace(r"\{title\}", r"(?P<title>.+)")
+    + "$",
     re.MULTILINE,
 )
 
