@@ -64,7 +64,15 @@ WRITE_OPERATIONS = frozenset(
     }
 )  # fmt: skip
 READ_OPERATIONS = frozenset(
-    {"GetObject", "HeadObject", "HeadBucket", "ListObjectsV2", "ListObjects"}
+    {
+        "GetObject",
+        "HeadObject",
+        "HeadBucket",
+        "ListObjectsV2",
+        "ListObjects",
+        "ListMultipartUploads",
+        "ListParts",
+    }
 )
 
 DEFAULT_BUDGETS = """\

@@ -65,6 +65,8 @@ OPERATIONS = (
     "UploadPart",
     "CompleteMultipartUpload",
     "AbortMultipartUpload",
+    "ListMultipartUploads",
+    "ListParts",
     "CreateBucket",
     "Other",
 )
@@ -160,7 +162,7 @@ def _bucket_operation(method: str, params: dict[str, list[str]]) -> str:
         return "HeadBucket"
     if method == "GET":
         if "uploads" in params:
-            return "Other"
+            return "ListMultipartUploads"
         return "ListObjectsV2" if params.get("list-type") == ["2"] else "ListObjects"
     if method == "PUT":
         return "CreateBucket" if not params else "Other"
@@ -171,7 +173,7 @@ def _bucket_operation(method: str, params: dict[str, list[str]]) -> str:
 
 def _object_operation(method: str, params: dict[str, list[str]], copy: bool) -> str:
     if method == "GET":
-        return "Other" if "uploadId" in params else "GetObject"
+        return "ListParts" if "uploadId" in params else "GetObject"
     if method == "HEAD":
         return "HeadObject"
     if method == "PUT":
@@ -585,7 +587,7 @@ class RequestLedger:
     def _carry_out(self, environ: dict[str, Any]) -> None:
         """Let the server execute the request and throw its answer away."""
         assert self.app is not None
-        body = self.app(environ, lambda *args, **kwargs: (lambda data: None))
+        body = self.app(environ, lambda *args, **kwargs: lambda data: None)
         try:
             for _ in body:
                 pass

@@ -333,7 +333,7 @@ def test_first_publish_without_setup_probes_once(s3: S3Root) -> None:
 
 def test_disposing_costs_one_list_and_one_delete_per_1000_keys(s3: S3Root) -> None:
     """MD6, MD7 on S3 (issue 9): the reference deletes a directory itself: one
-    ListMultipartUploads (ledger: Other), one ListObjectsV2 and one DeleteObjects for up to
+    ListMultipartUploads, one ListObjectsV2 and one DeleteObjects for up to
     1000 keys; an empty directory costs the two listings. (s3fs's ``rm`` sent one
     ListObjectsV2 and one DeleteObjects here, but three listings and two HEADs for an empty
     directory, and aborted no upload.)"""
@@ -350,15 +350,16 @@ def test_disposing_costs_one_list_and_one_delete_per_1000_keys(s3: S3Root) -> No
         completed = out.close_and_finalize_checkpoint()
     with s3.record() as rec:
         completed.dispose_storage_location()
-    assert rec.operations() == {"Other": 1, "ListObjectsV2": 1, "DeleteObjects": 1}, rec.summary()
-    assert "uploads" in rec.filter(operation="Other")[0].query
+    expected = {"ListMultipartUploads": 1, "ListObjectsV2": 1, "DeleteObjects": 1}
+    assert rec.operations() == expected, rec.summary()
+    assert "uploads" in rec.filter(operation="ListMultipartUploads")[0].query
     keys = s3.keys()
     assert [k for k in keys if "/chk-20/" in k] == []
     assert len([k for k in keys if "/shared/" in k]) == 1  # never below chk-20
     empty = access.initialize_location_for_checkpoint(21)
     with s3.record() as rec:
         empty.dispose_on_failure()
-    assert rec.operations() == {"Other": 1, "ListObjectsV2": 1}, rec.summary()
+    assert rec.operations() == {"ListMultipartUploads": 1, "ListObjectsV2": 1}, rec.summary()
 
 
 # --------------------------------------------------------------------------- pointers and handles
