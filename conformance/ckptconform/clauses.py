@@ -269,9 +269,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("REF1", "MD6")),
     ("SER-4", "MUST", (), "objects work in a fresh process",
      "A storage, handles, location references and completed locations unpickled in a fresh "
-     "Python process work there: handles read the same bytes, the pointer resolves, and state "
-     "written there reads back in the original process (seed 000: storages are distributed "
-     "across parallel processes).",
+     "Python process work there: handles read the same bytes, the pointer resolves, the "
+     "resolved location's resolve_handle gives handles that read the same bytes, and state "
+     "written there (exclusive and task-owned) reads back in the original process (seed 000: "
+     "storages are distributed across parallel processes).",
      ("seed 000", "seed 003")),
     ("SER-5", "MUST", (), "storage pickle is small",
      "A storage pickles to less than 4 KiB, also after use: it holds configuration only, no "
@@ -288,8 +289,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     # ------------------------------------------------------------------ THR
     ("THR-1", "MUST", (), "concurrent streams keep their own bytes",
      "Many threads creating and writing streams at once on one storage, one access and one "
-     "factory each get a handle that reads back exactly their own bytes, and no two streams "
-     "share a file (seed 000: 'Multiple threads may be creating streams concurrently').",
+     "factory (also factories resolved meanwhile and task-owned streams of the access) each get "
+     "a handle that reads back exactly their own bytes, and no two streams share a file: where "
+     "file-layout is claimed, the job directory then holds exactly one file per file-backed "
+     "handle (seed 000: 'Multiple threads may be creating streams concurrently').",
      ("seed 000", "seed 003", "S11")),
     ("THR-2", "MUST", (), "concurrent coordinator and worker calls",
      "create_checkpoint_storage, initialize_location_for_checkpoint (distinct ids), "
@@ -330,9 +333,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "readable (Flink S13, T-CSOS3).",
      ("S13", "S14", "T-CSOS3")),
     ("STR-7", "MUST", (), "context manager",
-     "A stream used as a context manager is discarded when the block ends without a handle, "
-     "exceptions from the block propagate, and a handle taken inside the block stays valid after "
-     "it (Flink T-SOS10 try-with-resources).",
+     "A stream used as a context manager is discarded when the block ends without a handle "
+     "(it is closed and leaves no file), exceptions from the block propagate, and a handle "
+     "taken inside the block stays valid after it (Flink T-SOS10 try-with-resources).",
      ("T-SOS10", "decision")),
     ("STR-8", "MUST", (), "written bytes are copied",
      "write() accepts bytes, bytearray and memoryview and stores the bytes as they were at the "
@@ -363,7 +366,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "file).",
      ("seed 002", "S7", "T-SOS4")),
     ("INL-4", "MUST", ("inline-state",), "threshold 0",
-     "With threshold 0 every non-empty state goes to a file (Flink S7, testZeroThreshold).",
+     "With threshold 0 every non-empty state goes to a file, and a stream with nothing written "
+     "still gives None, not an empty file (Flink S7, testZeroThreshold; S12a).",
      ("S7", "T-SOS5")),
     ("INL-5", "MUST", ("inline-state",), "flush respects the threshold",
      "flush() while at most `threshold` bytes were written creates no file, and the state still "
@@ -414,7 +418,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("LAY-8", "MUST", ("entropy-injection",), "entropy key never reaches the store",
      "With an entropy key in the checkpoint path, no object written carries the key: data files "
      "get entropy_length random alphanumeric characters in its place, the _metadata path and the "
-     "external pointer have it removed, and the pointer resolves (Flink E2, E3, E4, E7, T-ENT1).",
+     "external pointer have it removed, and the pointer resolves, through a fresh storage, to the "
+     "metadata and state written (Flink E2, E3, E4, E7, T-ENT1).",
      ("E3", "E4", "E7", "L7", "T-ENT1")),
     # ------------------------------------------------------------------ PTR
     ("PTR-1", "MUST", (), "pointers resolve",
@@ -432,8 +437,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("PTR1", "PTR9")),
     ("PTR-4", "MUST", (), "pointers resolve anywhere on the file system",
      "A storage resolves pointers written by another storage instance or another job, including "
-     "pointers outside its own checkpoint directory; two jobs using the same checkpoint id do "
-     "not interfere (Flink T-BASE3; resolveCheckpointPointer is static).",
+     "pointers outside its own checkpoint directory, to the same external_pointer, metadata "
+     "bytes and state (read through resolve_handle); two jobs using the same checkpoint id do "
+     "not interfere: their pointers differ (Flink T-BASE3; resolveCheckpointPointer is static).",
      ("T-BASE3", "CS1")),
     ("PTR-5", "MUST", (), "missing arguments",
      "resolve_checkpoint(None) raises TypeError and resolve_checkpoint('') raises ValueError "
@@ -457,8 +463,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("PTR7",)),
     ("PTR-10", "MUST", (), "Flink-written checkpoints resolve",
      "Pointers into checkpoint and savepoint directories written by Apache Flink 2.3.0 resolve "
-     "in every spelling to their _metadata bytes, and Flink's in-flight chk-13 does not (seed "
-     "001).",
+     "in every spelling to their _metadata bytes, with an external_pointer that names the "
+     "directory, and Flink's in-flight chk-13 does not: FileNotFoundError (seed 001).",
      ("seed 001", "PTR5", "PTR6", "PTR8")),
     ("PTR-11", "SHOULD", (), "local path spellings",
      "On the local file system, '/abs/dir', 'file:/abs/dir' and 'file:///abs/dir' name the same "
@@ -473,7 +479,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("seed 002", "S1", "P1")),
     ("NOX-2", "MUST", (), "resolving a location costs nothing",
      "create_checkpoint_storage and resolve_checkpoint_storage_location create nothing on the "
-     "backend and, on S3, send no request at all (Flink ACC1, ACC9, T-FSA5).",
+     "backend (no file, and where file-layout is claimed on a file system with directories, no "
+     "chk-<n> directory) and, on S3, send no request at all (Flink ACC1, ACC9, T-FSA5).",
      ("ACC1", "ACC9", "T-FSA5", "seed 002")),
     ("NOX-3", "MUST", ("inline-state",), "inline streams send nothing",
      "On S3, a stream whose state stays inline sends no request (seed 002: 'no files are "
@@ -486,7 +493,7 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("seed 002", "S1", "S11")),
     ("NOX-5", "MUST", ("inline-state",), "discard without existence checks",
      "On S3, discard_state() of a file handle sends a delete and no HeadObject or List request "
-     "when the delete succeeds (Flink H2, T-FSH3).",
+     "when the delete succeeds, and the file is gone (Flink H2, T-FSH3).",
      ("H2", "T-FSH2", "T-FSH3", "P1")),
     ("NOX-6", "MUST", (), "resolving a pointer never lists",
      "On S3, resolve_checkpoint sends no List and no HeadBucket request (Flink PTR9: one or two "
@@ -577,13 +584,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("H6", "P11")),
     # ------------------------------------------------------------------ MD
     ("MD-1", "MUST", (), "metadata is never half-visible",
-     "Before close_and_finalize_checkpoint() the checkpoint does not resolve and no file exists "
-     "at the metadata's final path (decision following FLINK-17808, MD2; Flink's plain writer "
-     "made it visible early, P7).",
+     "Before close_and_finalize_checkpoint() the checkpoint does not resolve "
+     "(FileNotFoundError) and no file exists at the metadata's final path, also after flush() "
+     "(decision following FLINK-17808, MD2; Flink's plain writer made it visible early, P7).",
      ("MD2", "T-MOS1", "P7", "decision")),
     ("MD-2", "MUST", (), "close without finalize leaves nothing",
-     "close() on a metadata stream without finalizing leaves no file of that stream and the "
-     "checkpoint does not resolve (Flink MD5, T-MOS2).",
+     "close() on a metadata stream without finalizing, also repeated, leaves no file of that "
+     "stream and the checkpoint does not resolve: FileNotFoundError (Flink MD5, T-MOS2).",
      ("MD5", "T-MOS2")),
     ("MD-3", "MUST", (), "no second metadata",
      "A second metadata stream for an already finalized checkpoint fails with OSError, at "
@@ -592,16 +599,17 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("MD2", "T-BASE4")),
     ("MD-4", "MUST", (), "finalization result",
      "close_and_finalize_checkpoint() returns a completed location whose external_pointer is a "
-     "string and whose metadata_handle reads exactly the bytes written, with state_size their "
-     "number or -1; tell() counted them (Flink MD3, MD4).",
+     "non-empty string and whose metadata_handle reads exactly the bytes written, with "
+     "state_size their number or -1; tell() counted them (Flink MD3, MD4).",
      ("MD3", "MD4")),
     ("MD-5", "MUST", (), "empty metadata",
      "A metadata stream with nothing written still finalizes into a resolvable checkpoint whose "
      "metadata has zero bytes: metadata has no inline threshold (Flink MD3, T-CSOS1).",
      ("MD3", "T-CSOS1")),
     ("MD-6", "MUST", (), "after finalization",
-     "After close_and_finalize_checkpoint(), write() and a second finalization raise OSError or "
-     "ValueError, and close() is harmless and keeps the checkpoint (Flink MD4, MD5).",
+     "After close_and_finalize_checkpoint(), `closed` is true, write() and a second "
+     "finalization raise OSError or ValueError, and close() (also repeated) is harmless and "
+     "keeps the checkpoint (Flink MD4, MD5).",
      ("MD4", "MD5")),
     ("MD-7", "MUST", (), "resolve_handle",
      "A completed location's resolve_handle() returns handles that read the same bytes for the "
@@ -615,17 +623,19 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     # ------------------------------------------------------------------ DIS
     ("DIS-1", "MUST", (), "aborted checkpoints are removed",
      "dispose_on_failure() of an in-progress location removes its exclusive state from the "
-     "backend, and shared-scope state written for it survives (Flink MD7, ACC12).",
+     "backend (where file-layout is claimed, its chk-<n> directory holds no file afterwards), "
+     "and shared-scope state written for it survives (Flink MD7, ACC12).",
      ("MD7", "ACC12")),
     ("DIS-2", "MUST", (), "completed checkpoints are removed",
      "dispose_storage_location() of a completed location, also one obtained from "
      "resolve_checkpoint on a fresh storage, removes the checkpoint's directory recursively "
-     "(_metadata, exclusive state, anything else below it), and the pointer no longer resolves "
-     "(Flink MD6, T-CCL1, FLINK-38909).",
+     "(_metadata, exclusive state, anything else below it), and the pointer no longer resolves: "
+     "FileNotFoundError (Flink MD6, T-CCL1, FLINK-38909).",
      ("MD6", "T-CCL1", "P4")),
     ("DIS-3", "MUST", (), "disposal is confined",
-     "Disposing one checkpoint never removes shared state, task-owned state or another "
-     "checkpoint's data (Flink MD6, MD7, TO3).",
+     "Disposing one checkpoint (dispose_storage_location of a completed one, "
+     "dispose_on_failure of an aborted one) never removes shared state, task-owned state or "
+     "another checkpoint's data (Flink MD6, MD7, TO3).",
      ("MD6", "MD7", "TO3")),
     ("DIS-4", "MUST", (), "deleting what is gone is not an error",
      "discard_state() of a handle whose file is already gone, and a second dispose of a "
@@ -831,8 +841,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "Counted at the server while tasks on executors run: the worker path (unpickling the "
      "storage, resolving the location, writing every stream) sends no HeadObject, HeadBucket "
      "or List request; where inline-state is claimed, inline state sends nothing and each "
-     "file-backed state below the multipart size is one PutObject; restoring tasks read "
-     "handles without HeadObject or List requests (NOX-1, NOX-3 and NOX-4 on executors).",
+     "file-backed state below the multipart size is one PutObject and nothing else is sent; "
+     "restoring tasks read handles without HeadObject or List requests (NOX-1, NOX-3 and NOX-4 "
+     "on executors).",
      ("S1", "seed 002")),
     # ------------------------------------------------------------------ REQ
     ("REQ-1", "MUST", (), "coordinator requests do not grow with the task count",

@@ -169,7 +169,7 @@ def test_max_threshold_accepted(sandbox):
 @pytest.mark.clause("INL-7")
 @pytest.mark.parametrize("threshold", [MAX_THRESHOLD + 1, 2**31, -2, -1000])
 def test_invalid_threshold_rejected(sandbox, threshold):
-    """INL-7: a threshold above 1 MiB or below -1 raises ValueError by first use at the latest."""
+    """INL-7: a threshold above 1048576 or below -1 raises ValueError by first use at the latest."""
 
     def use():
         drv = JobDriver(sandbox, inline_threshold=threshold)

@@ -41,7 +41,8 @@ def _fail(clause, operation, rec, sandbox=None, **inputs) -> str:
 @pytest.mark.clause("NOX-1", "SER-1")
 @pytest.mark.parametrize("threshold", [None, 0])
 def test_worker_path_sends_no_existence_checks(sandbox, target, ledger, threshold):
-    """NOX-1: the worker path sends no HeadObject, HeadBucket or List request."""
+    """NOX-1: the worker path sends no HeadObject, HeadBucket or List request; SER-1: the
+    storage survives pickle."""
     options = (
         {}
         if threshold is None or "inline-state" not in target.capabilities
@@ -74,7 +75,8 @@ def test_worker_path_sends_no_existence_checks(sandbox, target, ledger, threshol
 
 @pytest.mark.clause("NOX-2")
 def test_resolving_a_location_costs_nothing(sandbox, target, backend):
-    """NOX-2: create_checkpoint_storage and resolve_checkpoint_storage_location do no I/O."""
+    """NOX-2: create_checkpoint_storage and resolve_checkpoint_storage_location create nothing
+    and send no request."""
     storage = sandbox.make_storage()
     coordinator = JobDriver(sandbox, storage=storage)
     coordinator.init_base()
@@ -188,7 +190,8 @@ def test_resolving_a_pointer_never_lists(sandbox, target, ledger):
 @pytest.mark.clause("NOX-7")
 @pytest.mark.backend_traits(object_store=True)
 def test_no_directory_requests_on_object_stores(sandbox, ledger):
-    """NOX-7: on S3 the base setup sends no directory request, a location none at all."""
+    """NOX-7: on S3 initialize_base_locations_for_checkpoint sends no directory request and
+    initialize_location_for_checkpoint no request at all."""
     drv = JobDriver(sandbox)
     with ledger.record() as setup:
         drv.init_base()

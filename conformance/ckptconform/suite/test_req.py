@@ -153,7 +153,8 @@ def test_throttled_checkpoints_complete(sandbox, target, ledger):
 @pytest.mark.clause("REQ-4")
 @pytest.mark.parametrize("where", ["state", "metadata"])
 def test_a_lost_answer_after_commit_never_fails_a_checkpoint(sandbox, target, ledger, where):
-    """REQ-4: PutObject carried out, answer lost: the checkpoint completes and restores."""
+    """REQ-4: PutObject carried out, answer lost: the checkpoint completes, its pointer resolves
+    and every handle reads its bytes."""
     coord = _coordinator(sandbox, target, 3)
     with tagged("REQ-4", "initialize_base_locations_for_checkpoint", sandbox):
         coord.init_base()
@@ -214,7 +215,8 @@ def test_faults_never_lose_or_expose_data(sandbox, target, ledger):
 
 @pytest.mark.clause("REQ-6")
 def test_a_persistent_fault_fails_within_the_retry_budget(sandbox, target, ledger):
-    """REQ-6: with retry_attempts=3, retry_seconds=10, a failing upload gives up in time."""
+    """REQ-6: with retry_attempts=3, retry_seconds=10 and every PutObject answered 500, closing
+    the stream fails with an OSError within 15 seconds after at most 3 PutObject requests."""
     coord = _coordinator(sandbox, target, 1, retry_attempts=3, retry_seconds=10)
     with tagged("REQ-6", "initialize the checkpoint", sandbox):
         coord.init_base()

@@ -125,7 +125,7 @@ def test_self_contained_savepoints(sandbox, target, via_worker):
     )
     for path in expected:
         assert same_location(sandbox, _parent(path), pointer), msg + f"\n{path} is elsewhere"
-    assert files_below(sandbox, pointer) == expected, msg
+    assert set(expected) <= set(files_below(sandbox, pointer)), msg
     check_restore(sandbox, "SAV-3", drv.fresh_storage(), pointer, written)
 
 
@@ -159,7 +159,9 @@ def test_distinct_savepoints(sandbox, target):
 
 @pytest.mark.clause("SAV-6", "SER-1", "SER-3")
 def test_workers_write_into_savepoints(sandbox, target):
-    """SAV-6: a worker resolves the savepoint's reference and its state restores with it."""
+    """SAV-6: resolve_checkpoint_storage_location with the savepoint's location_reference gives
+    a worker a factory whose state restores with the savepoint; SER-1: the storage survives
+    pickle; SER-3: the location reference survives pickling."""
     coordinator = JobDriver(sandbox, **file_options(target))
     location = coordinator.access.initialize_location_for_savepoint(9, None)
     reference = roundtrip(location.location_reference, "SER-3", "a savepoint's reference")
@@ -170,16 +172,10 @@ def test_workers_write_into_savepoints(sandbox, target):
         for n, scope in ((20, EXCLUSIVE), (40_000, EXCLUSIVE), (50_000, SHARED))
     ]
     completed = coordinator.finalize(location, pickle.dumps([h for h, _ in written]))
+    # where the worker's files lie is SAV-3's (its 'worker' case)
     check_restore(
         sandbox, "SAV-6", coordinator.fresh_storage(), completed.external_pointer, written
     )
-    if "file-layout" in target.capabilities:
-        for handle, _ in written:
-            if file_path(handle):
-                with tagged("SAV-6", "worker state in the savepoint directory", sandbox, h=handle):
-                    assert same_location(
-                        sandbox, _parent(file_path(handle)), completed.external_pointer
-                    )
 
 
 @pytest.mark.clause("SAV-7")

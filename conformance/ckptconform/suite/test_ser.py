@@ -127,7 +127,7 @@ def _pickle_sizes(sandbox, target) -> tuple[int, dict[str, int]]:
 
 @pytest.mark.clause("SER-5")
 def test_storage_pickle_is_small(sandbox, target):
-    """SER-5: a storage pickles below 4 KiB, fresh and after use."""
+    """SER-5: a storage pickles to less than 4 KiB, also after use."""
     _, sizes = _pickle_sizes(sandbox, target)
     for label, size in sizes.items():
         assert size < MUST_BOUND, fail_message(

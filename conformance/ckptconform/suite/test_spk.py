@@ -197,7 +197,9 @@ def _closed_port() -> int:
 
 @pytest.mark.clause("SPK-1", "SPK-2", "SPK-3")
 def test_checkpoints_in_a_row_on_executors(sandbox, target, spark):
-    """SPK-1/2/3: three checkpoints written on executors, earlier ones disposed, latest restored.
+    """SPK-1: tasks on executors write state from several threads, the coordinator reads every
+    handle; SPK-2: their handles name distinct files; SPK-3: checkpoints in a row complete, later
+    ones referencing shared state of earlier ones, which are disposed, and the latest restores.
 
     Each checkpoint: 4 tasks x 6 streams from 3 threads per task. Later checkpoints keep
     referencing the shared state of earlier ones; the earlier locations are disposed (subsumed)
@@ -287,7 +289,7 @@ def _restore_through_a_route(
 @pytest.mark.clause("SPK-4")
 @pytest.mark.backend_traits(object_store=True)
 def test_handles_use_the_readers_configuration(sandbox, target, spark, backend, ledger):
-    """SPK-4: executors read handles through the route and key of the storage they unpickled."""
+    """SPK-4: a handle read in a process where a storage was unpickled uses its endpoint and key."""
 
     def configure(route: str) -> tuple[Any, dict[str, str], str | None]:
         options = {**backend.storage_options, "endpoint_url": route}
@@ -303,7 +305,7 @@ def test_handles_use_the_readers_configuration(sandbox, target, spark, backend, 
 @pytest.mark.clause("SPK-5")
 @pytest.mark.backend_traits(object_store=True)
 def test_handles_use_the_process_wide_configuration(sandbox, target, spark, backend, ledger):
-    """SPK-5: executors without a storage read handles through fsspec's/AWS's variables."""
+    """SPK-5: a handle read in a process without a storage uses the FSSPEC/AWS variables."""
 
     def configure(route: str) -> tuple[Any, dict[str, str], str | None]:
         options = backend.storage_options

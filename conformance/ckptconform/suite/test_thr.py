@@ -48,7 +48,8 @@ def _run_all(n: int, work) -> list:
     size=st.sampled_from([1, 300, 5000, 40_000]),
 )
 def test_concurrent_streams_keep_their_bytes(sandbox, target, threads, streams, size):
-    """THR-1: concurrent streams on one storage, access and factory read back their own bytes."""
+    """THR-1: concurrent streams on one storage, access and factory read back their own bytes
+    and share no file."""
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
     location = drv.location(1)
@@ -102,7 +103,8 @@ def test_concurrent_streams_keep_their_bytes(sandbox, target, threads, streams, 
 @capped(5)
 @given(threads=thread_counts)
 def test_concurrent_coordinator_and_worker_calls(sandbox, target, threads):
-    """THR-2: accesses, locations, finalization and resolution from many threads at once."""
+    """THR-2: create_checkpoint_storage, locations, finalization and resolve_checkpoint called
+    from many threads at once behave as if called one at a time."""
     storage = sandbox.make_storage(**file_options(target))
 
     def work(i: int):

@@ -166,7 +166,8 @@ def _sources(sandbox):
 @pytest.mark.clause("TOW-8")
 @pytest.mark.options("inline_threshold")
 def test_fast_duplication(sandbox, target):
-    """TOW-8: toolsets and factories copy file handles into their location, sources intact."""
+    """TOW-8: toolsets and factories duplicate() file handles into new files of their location,
+    with the same bytes and sizes, the sources intact."""
     sources = _sources(sandbox)
     drv = JobDriver(sandbox, inline_threshold=0)
     drv.init_base()
