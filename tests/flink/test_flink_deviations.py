@@ -1,0 +1,110 @@
+"""Reproducers of what Flink 2.3.0 itself does where the suite's clauses say otherwise.
+
+Each test pins Flink's observed behaviour, names the clause it deviates from, and is listed in
+the target's ``known_failures`` (``flinktarget``): when a Flink upgrade changes the behaviour,
+the test here fails first and the list is due for review. Classification: "Flink bug" (Flink
+is wrong or inconsistent with itself) or "beyond Flink" (the suite asks more than Flink does,
+on purpose).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ckptstore.api import CheckpointedStateScope, JobID
+
+EXCLUSIVE = CheckpointedStateScope.EXCLUSIVE
+
+
+def _job(storage):  # type: ignore[no-untyped-def]
+    access = storage.create_checkpoint_storage(JobID.generate())
+    access.initialize_base_locations_for_checkpoint()
+    return access
+
+
+def _finalize(location, data: bytes = b"m"):  # type: ignore[no-untyped-def]
+    stream = location.create_metadata_output_stream()
+    stream.write(data)
+    return stream.close_and_finalize_checkpoint()
+
+
+def _local(url: str) -> Path:
+    return Path(url.removeprefix("file:"))
+
+
+def test_dis2_dispose_is_not_recursive(flink_storage):
+    """Flink bug FLINK-38909 (DIS-2, DIS-3, DIS-4, TOW-3): disposeStorageLocation deletes the
+    checkpoint directory non-recursively, so a directory with _metadata in it stays."""
+    location = _job(flink_storage).initialize_location_for_checkpoint(1)
+    completed = _finalize(location)
+    with pytest.raises(OSError, match="is not empty"):
+        completed.dispose_storage_location()
+    assert _local(completed.external_pointer).is_dir()
+    completed.metadata_handle.discard_state()  # Flink's own order: handles first (MD6)
+    completed.dispose_storage_location()
+    assert not _local(completed.external_pointer).exists()
+
+
+def test_md2_close_without_finalize_leaves_a_staging_file(flink_storage):
+    """Flink bug (MD-2, LAY-7, BAD-6): close() of an unfinalized metadata stream leaves the
+    recoverable writer's ._metadata.inprogress.<uuid> file; _metadata itself never appears."""
+    location = _job(flink_storage).initialize_location_for_checkpoint(2)
+    stream = location.create_metadata_output_stream()
+    stream.write(b"abandoned")
+    stream.close()
+    completed = _finalize(location, b"real")
+    names = sorted(os.listdir(_local(completed.external_pointer)))
+    assert names[0].startswith("._metadata.inprogress."), names
+    assert names[1:] == ["_metadata"]
+
+
+def test_md7_relative_paths_are_rebased_unchecked(flink_storage):
+    """Beyond Flink (MD-7): Flink's metadata deserializer builds new Path(exclusiveDir,
+    relativePath) for any relative path; '../victim' names a file outside the checkpoint."""
+    from flinktarget.storage import FlinkRelativeFileStateHandle
+
+    completed = _finalize(_job(flink_storage).initialize_location_for_checkpoint(3))
+    foreign = FlinkRelativeFileStateHandle("file:/somewhere/else", "../victim", 3)
+    rebased = completed.resolve_handle(foreign)
+    assert rebased.file_path == completed.external_pointer.rsplit("/", 1)[0] + "/victim"
+
+
+def test_bad2_duplicate_answers_unsupported_before_checking_arguments(flink_storage):
+    """Beyond Flink (BAD-1, BAD-2): duplicate(None) is refused as unsupported, not as None."""
+    access = _job(flink_storage)
+    factory = access.resolve_checkpoint_storage_location(
+        4, access.initialize_location_for_checkpoint(4).location_reference
+    )
+    with pytest.raises(ValueError, match="does not support duplication"):
+        factory.duplicate(None, EXCLUSIVE)
+    with pytest.raises(OSError, match="does not support duplication"):
+        access.create_task_owned_checkpoint_state_toolset().duplicate(None)
+
+
+def test_str5_memory_stream_takes_writes_after_close(jobmanager_storage):
+    """Flink bug (STR-5, THR-3): MemoryCheckpointOutputStream.write() never checks closed."""
+    access = jobmanager_storage.create_checkpoint_storage(JobID.generate())
+    factory = access.resolve_checkpoint_storage_location(
+        1, access.initialize_location_for_checkpoint(1).location_reference
+    )
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    stream.close()
+    assert stream.closed
+    assert stream.write(b"after close") == 11  # no IOException
+
+
+def test_str3_memory_stream_counts_an_empty_write(jobmanager_storage):
+    """Flink bug (STR-3): an empty write marks MemoryCheckpointOutputStream non-empty, so it
+    returns a 0-byte ByteStreamStateHandle where the file streams return null (FLINK-5218)."""
+    access = jobmanager_storage.create_checkpoint_storage(JobID.generate())
+    factory = access.resolve_checkpoint_storage_location(
+        1, access.initialize_location_for_checkpoint(1).location_reference
+    )
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    stream.write(b"")
+    handle = stream.close_and_get_handle()
+    assert handle is not None
+    assert handle.state_size == 0
