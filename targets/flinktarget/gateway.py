@@ -200,8 +200,14 @@ def stop() -> None:
         if current is None or current.pid != os.getpid():
             return
         _current = None
+    client = getattr(current.gateway, "_gateway_client", None)
     with suppress(Exception):
         current.gateway.close(keep_callback_server=False, close_callback_server_connections=True)
+    if client is not None:
+        # py4j's close() leaves is_connected set: Java objects still alive in Python would then
+        # try to release themselves through a JVM that is gone (connection refused, logged as
+        # errors from finalizers); disconnected, they stay quiet and calls raise OSError.
+        client.is_connected = False
     try:
         if current.process.stdin is not None:
             current.process.stdin.close()  # --die-on-broken-pipe: the JVM ends

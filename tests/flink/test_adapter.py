@@ -202,3 +202,18 @@ def test_one_jvm_per_process_stopped_on_request(flink_ready):
     gateway.stop()
     assert process.poll() is not None  # the JVM ended
     assert gateway.jvm().java.lang.Math.max(2, 3) == 3  # a new one starts on demand
+
+
+def test_objects_of_a_stopped_gateway_fail_quietly(flink_ready, caplog):
+    """After stop(), a Java object left in Python neither logs from its finalizer nor hangs."""
+    import gc
+
+    from flinktarget import gateway
+
+    stale = gateway.jvm().java.util.ArrayList()
+    gateway.stop()
+    with pytest.raises(OSError, match="gateway"), gateway.java_errors("use a stale object"):
+        stale.size()
+    del stale
+    gc.collect()
+    assert [r for r in caplog.records if r.name.startswith("py4j")] == []
