@@ -1,0 +1,303 @@
+"""Mutation testing of the reference with the conformance suite as the test (issue 11, item 7).
+
+The question it answers is how strong the suite is: of the faults mutmut plants in
+``reference/ckptstore``, how many does ``pytest --impl=ckptstore`` notice? Not run in CI (a
+full run takes hours on two cores); ``tox -e mutation`` runs it, and results are kept between
+runs, so a rerun tests only the mutants of functions that changed.
+
+mutmut wants the code it mutates under ``src/`` and runs pytest from its ``mutants/`` copy, so
+this script builds a scratch tree under ``.mutation/<legs>/``: ``src/ckptstore`` (mutated) and
+``src/ckptconform`` (copied as is, so that the suite's test ids resolve inside the tree), plus
+a ``pyproject.toml`` made of this repository's ``[tool.mutmut]`` table, the modules asked for
+and the suite's command line. Child processes the suite starts (fresh-process checks) see the
+mutated code through ``PYTHONPATH``.
+
+The report (``mutation-report/mutation.md`` and ``.json``) gives, per module, the mutants
+killed, survived, not reached by any test ("no tests", counted as survivors) and timed out;
+the kill rate is (killed + timeout) / (all - equivalent), the equivalent ones being those
+listed, with the reason, in ``scripts/mutation_equivalents.toml``. Each entry there carries
+the mutant's diff, so an entry that no longer matches its mutant is reported as stale rather
+than silently excusing another one.
+
+Usage::
+
+    python scripts/mutation.py                         # every module, local + memory legs
+    python scripts/mutation.py --modules streams.py handles.py --max-children 2
+    python scripts/mutation.py --backend=moto --modules s3.py
+    python scripts/mutation.py --report-only           # rebuild the report from the last run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "reference" / "ckptstore"
+SUITE_PACKAGE = ROOT / "conformance" / "ckptconform"
+EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
+KILLED = ("killed", "timeout")
+UNREACHED = "no tests"
+
+
+@dataclass
+class Mutant:
+    """One mutant: its mutmut name, status and diff (for survivors)."""
+
+    name: str
+    status: str
+    diff: str = ""
+    equivalent: str = ""
+
+    @property
+    def module(self) -> str:
+        return self.name.split(".x_")[0].split(".xǁ")[0]
+
+
+@dataclass
+class Summary:
+    """Counts per module and overall."""
+
+    by_module: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+
+    def add(self, mutant: Mutant) -> None:
+        status = "equivalent" if mutant.equivalent else mutant.status
+        self.by_module[mutant.module][status] += 1
+
+    def total(self) -> Counter[str]:
+        overall: Counter[str] = Counter()
+        for counts in self.by_module.values():
+            overall.update(counts)
+        return overall
+
+
+def kill_rate(counts: Counter[str]) -> float | None:
+    """(killed + timeout) / (all - equivalent - skipped); None when nothing counts."""
+    considered = sum(counts.values()) - counts["equivalent"] - counts["skipped"]
+    if considered <= 0:
+        return None
+    return sum(counts[s] for s in KILLED) / considered
+
+
+def mutmut_table() -> dict[str, object]:
+    """This repository's ``[tool.mutmut]`` table."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return dict(data["tool"]["mutmut"])
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"unsupported [tool.mutmut] value {value!r}")
+
+
+def sync_tree(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target``, keeping files that did not change (mutmut's cache)."""
+    target.mkdir(parents=True, exist_ok=True)
+    wanted = set()
+    for path in source.rglob("*"):
+        if "__pycache__" in path.parts or path.suffix == ".pyc":
+            continue
+        rel = path.relative_to(source)
+        wanted.add(rel)
+        dest = target / rel
+        if path.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+            continue
+        if dest.exists() and dest.read_bytes() == path.read_bytes():
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
+    for path in sorted(target.rglob("*"), reverse=True):
+        rel = path.relative_to(target)
+        if "__pycache__" in rel.parts or rel in wanted:
+            continue
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def prepare(workdir: Path, modules: list[str], backend: str) -> None:
+    """Build the scratch tree mutmut runs in."""
+    sync_tree(REFERENCE, workdir / "src" / "ckptstore")
+    sync_tree(SUITE_PACKAGE, workdir / "src" / "ckptconform")
+    table = mutmut_table()
+    table["source_paths"] = ["src"]
+    table["only_mutate"] = [f"src/ckptstore/{m}" for m in modules]
+    table["pytest_add_cli_args"] = [
+        f"--impl={table.pop('target', 'ckptstore')}",
+        f"--backend={backend}",
+        *table.get("pytest_add_cli_args", []),  # type: ignore[misc]
+    ]
+    lines = ["[tool.mutmut]"] + [f"{key} = {_toml_value(value)}" for key, value in table.items()]
+    (workdir / "pyproject.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # mutmut puts mutants/src first on sys.path; it must exist before Python starts, or the
+    # import system caches the missing directory and the original code is imported instead.
+    (workdir / "mutants" / "src").mkdir(parents=True, exist_ok=True)
+
+
+def environment(workdir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(workdir / "mutants" / "src")
+    env.setdefault("HYPOTHESIS_PROFILE", "ci")
+    return env
+
+
+def mutmut(workdir: Path, *args: str, capture: bool = False) -> str:
+    command = [sys.executable, "-m", "mutmut", *args]
+    result = subprocess.run(
+        command,
+        cwd=workdir,
+        env=environment(workdir),
+        check=False,
+        text=True,
+        capture_output=capture,
+    )
+    if result.returncode != 0:
+        detail = (result.stderr or "")[-2000:] if capture else ""
+        raise SystemExit(f"mutmut {' '.join(args)} exited {result.returncode}\n{detail}")
+    return result.stdout or ""
+
+
+_RESULT_LINE = re.compile(r"^\s*(?P<name>ckptstore\.\S+): (?P<status>.+?)\s*$")
+
+
+def read_results(workdir: Path) -> list[Mutant]:
+    out = mutmut(workdir, "results", "--all", "true", capture=True)
+    return [
+        Mutant(match["name"], match["status"])
+        for match in map(_RESULT_LINE.match, out.splitlines())
+        if match
+    ]
+
+
+def mutant_diff(workdir: Path, name: str) -> str:
+    out = mutmut(workdir, "show", name, capture=True)
+    return "\n".join(
+        line
+        for line in out.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    )
+
+
+def load_equivalents() -> list[dict[str, str]]:
+    if not EQUIVALENTS.exists():
+        return []
+    data = tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8"))
+    return list(data.get("equivalent", []))
+
+
+def _normalized(diff: str) -> str:
+    return "\n".join(line.rstrip() for line in diff.strip().splitlines())
+
+
+def classify(mutants: list[Mutant], workdir: Path) -> list[str]:
+    """Fill in survivors' diffs and mark the listed equivalent ones; return stale entries."""
+    entries = {entry["mutant"]: entry for entry in load_equivalents()}
+    stale = []
+    for mutant in mutants:
+        if mutant.status in KILLED:
+            continue
+        mutant.diff = mutant_diff(workdir, mutant.name)
+        entry = entries.pop(mutant.name, None)
+        if entry is None:
+            continue
+        if _normalized(entry["diff"]) == _normalized(mutant.diff):
+            mutant.equivalent = entry["why"]
+        else:
+            stale.append(f"{mutant.name}: its diff changed; review the entry")
+    known = {m.name for m in mutants}
+    stale += [f"{name}: no such mutant any more" for name in entries if name in known]
+    return stale
+
+
+def render(mutants: list[Mutant], stale: list[str], legs: str) -> tuple[str, dict[str, object]]:
+    summary = Summary()
+    for mutant in mutants:
+        summary.add(mutant)
+    columns = ("killed", "timeout", "survived", UNREACHED, "equivalent")
+    lines = [
+        f"# Mutation testing of ckptstore by the conformance suite ({legs})",
+        "",
+        "Kill rate = (killed + timeout) / (all - equivalent); a mutant no test reaches",
+        "('no tests') counts as a survivor.",
+        "",
+        "| module | " + " | ".join(columns) + " | other | kill rate |",
+        "|---" * (len(columns) + 3) + "|",
+    ]
+    payload: dict[str, object] = {"legs": legs, "modules": {}}
+    rows = [*sorted(summary.by_module.items()), ("all", summary.total())]
+    for module, counts in rows:
+        other = sum(counts.values()) - sum(counts[c] for c in columns)
+        rate = kill_rate(counts)
+        shown = "n/a" if rate is None else f"{rate:.1%}"
+        cells = " | ".join(str(counts[c]) for c in columns)
+        lines.append(f"| {module} | {cells} | {other} | {shown} |")
+        payload["modules"][module] = {**counts, "kill_rate": rate}  # type: ignore[index]
+    survivors = [m for m in mutants if m.status not in KILLED and not m.equivalent]
+    lines += ["", f"## Survivors ({len(survivors)})", ""]
+    for mutant in survivors:
+        lines += [f"### {mutant.name} ({mutant.status})", "", "```diff", mutant.diff, "```", ""]
+    if stale:
+        lines += ["## Stale entries in mutation_equivalents.toml", ""]
+        lines += [f"- {entry}" for entry in stale]
+    payload["survivors"] = [
+        {"mutant": m.name, "status": m.status, "diff": m.diff} for m in survivors
+    ]
+    payload["stale_equivalents"] = stale
+    return "\n".join(lines) + "\n", payload
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--modules",
+        nargs="+",
+        default=["*.py"],
+        help="file names (globs) under reference/ckptstore to mutate (default: all)",
+    )
+    parser.add_argument("--backend", default="local,memory", help="the suite's legs")
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--workdir", type=Path, help="default: .mutation/<legs>")
+    parser.add_argument("--output", type=Path, default=ROOT / "mutation-report")
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args(argv)
+    legs = args.backend.replace(",", "+")
+    workdir = (args.workdir or ROOT / ".mutation" / legs).resolve()
+    prepare(workdir, args.modules, args.backend)
+    if not args.report_only:
+        mutmut(workdir, "run", "--max-children", str(args.max_children))
+    mutants = read_results(workdir)
+    if not mutants:
+        raise SystemExit(f"no mutants recorded in {workdir}; run without --report-only first")
+    stale = classify(mutants, workdir)
+    text, payload = render(mutants, stale, legs)
+    args.output.mkdir(parents=True, exist_ok=True)
+    (args.output / f"mutation-{legs}.md").write_text(text, encoding="utf-8")
+    (args.output / f"mutation-{legs}.json").write_text(
+        json.dumps(payload, indent=2) + "\n", encoding="utf-8"
+    )
+    overall = payload["modules"]["all"]  # type: ignore[index]
+    print(text.split("\n## ")[0])
+    print(f"report: {args.output / f'mutation-{legs}.md'}")
+    return 0 if overall["kill_rate"] is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
