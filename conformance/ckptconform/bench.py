@@ -641,7 +641,9 @@ def requests_per_checkpoint(figures: Sequence[dict[str, Any]]) -> list[dict[str,
     A checkpoint is its ``location``, ``tasks`` and ``metadata`` phases. The minimum on an
     object store: one PutObject per file-backed stream (inline state costs nothing) and one
     for ``_metadata``; an object store needs no directories. Restores are listed with their
-    own minimum (one GET of ``_metadata``, one GET per file-backed handle).
+    own minimum: one request that finds ``_metadata`` (resolving a pointer must fail when
+    nothing is there, PTR-5, so it cannot wait for the read), one GET of it and one GET per
+    file-backed handle.
     """
     from ckptconform.budgets import first_attempts
 
@@ -683,7 +685,7 @@ def requests_per_checkpoint(figures: Sequence[dict[str, Any]]) -> list[dict[str,
                 "what": name,
                 "kind": "restore",
                 "requests": sum(operations.values()),
-                "minimum": handles + 1,
+                "minimum": handles + 2,
                 "file_streams": handles,
                 "operations": dict(sorted(operations.items())),
                 "completed": all(p["completed"] for p in phases),

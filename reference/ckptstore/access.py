@@ -46,7 +46,7 @@ from ckptstore.filesystems import (
 from ckptstore.io_errors import with_context
 from ckptstore.locations import FsCheckpointStorageLocation
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.streams import FsCheckpointStateOutputStream
+from ckptstore.streams import FsCheckpointStateOutputStream, StreamSettings
 from ckptstore.toolset import FsCheckpointStateToolset, NotDuplicatingCheckpointStateToolset
 
 __all__ = [
@@ -102,6 +102,7 @@ class FsCheckpointStorageAccess(
         )
         self._shared_dir = self._checkpoints_dir.child(CHECKPOINT_SHARED_STATE_DIR)
         self._task_owned_dir = self._checkpoints_dir.child(CHECKPOINT_TASK_OWNED_STATE_DIR)
+        self._task_owned_settings: StreamSettings | None = None
 
     # ------------------------------------------------------------------ properties
 
@@ -225,14 +226,17 @@ class FsCheckpointStorageAccess(
 
     def create_task_owned_state_stream(self) -> FsCheckpointStateOutputStream:
         """A stream into ``taskowned/``; absolute handles, inline threshold applies (ACC10)."""
-        return FsCheckpointStateOutputStream(
-            self._task_owned_dir,
-            buffer_size=max(self._buffer_size, self._threshold),
-            threshold=self._threshold,
-            fs_token=self._token,
-            allow_relative_paths=False,
-            entropy=self._entropy,
-        )
+        settings = self._task_owned_settings
+        if settings is None:
+            settings = self._task_owned_settings = StreamSettings.validated(
+                self._task_owned_dir,
+                buffer_size=max(self._buffer_size, self._threshold),
+                threshold=self._threshold,
+                fs_token=self._token,
+                allow_relative_paths=False,
+                entropy=self._entropy,
+            )
+        return FsCheckpointStateOutputStream.with_settings(settings)
 
     def create_task_owned_checkpoint_state_toolset(self) -> CheckpointStateToolset:
         """Server-side duplication into ``taskowned/`` where the store can copy (ACC11)."""

@@ -24,7 +24,7 @@ from ckptstore.filesystems import delete_tree, filesystem_for, traits_for
 from ckptstore.layout import require_disposable
 from ckptstore.metadata import FsCheckpointMetadataOutputStream
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.streams import FsCheckpointStateOutputStream
+from ckptstore.streams import FsCheckpointStateOutputStream, StreamSettings
 from ckptstore.toolset import FsCheckpointStateToolset
 from ckptstore.validation import (
     MAX_WRITE_BUFFER_SIZE,
@@ -83,6 +83,17 @@ class FsCheckpointStreamFactory:
         self._buffer_size = max(write_buffer_size, file_state_threshold)
         self._fs_token = fs_token
         self._entropy = entropy
+        self._stream_settings = {
+            scope: StreamSettings.validated(
+                exclusive_dir if scope is CheckpointedStateScope.EXCLUSIVE else shared_dir,
+                buffer_size=self._buffer_size,
+                threshold=file_state_threshold,
+                fs_token=fs_token,
+                allow_relative_paths=scope is CheckpointedStateScope.EXCLUSIVE,
+                entropy=entropy,
+            )
+            for scope in CheckpointedStateScope
+        }
         self._toolsets: dict[CheckpointedStateScope, FsCheckpointStateToolset] | None = None
         if traits_for(exclusive_dir.scheme).server_side_copy:
             self._toolsets = {
@@ -115,16 +126,9 @@ class FsCheckpointStreamFactory:
         self, scope: CheckpointedStateScope
     ) -> FsCheckpointStateOutputStream:
         """A stream into the scope's directory; EXCLUSIVE handles are relative (S3)."""
-        scope = _scope(scope)
-        exclusive = scope is CheckpointedStateScope.EXCLUSIVE
-        return FsCheckpointStateOutputStream(
-            self._exclusive_dir if exclusive else self._shared_dir,
-            buffer_size=self._buffer_size,
-            threshold=self._threshold,
-            fs_token=self._fs_token,
-            allow_relative_paths=exclusive,
-            entropy=self._entropy,
-        )
+        if scope.__class__ is not CheckpointedStateScope:
+            scope = _scope(scope)
+        return FsCheckpointStateOutputStream.with_settings(self._stream_settings[scope])
 
     def can_fast_duplicate(self, handle: StreamStateHandle, scope: CheckpointedStateScope) -> bool:
         scope = _scope(scope)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import threading
-import uuid
 from collections.abc import Sequence
 
 from ckptstore.api import (
@@ -26,6 +25,7 @@ from ckptstore.errors import (
     StateSizeExceededError,
     StreamClosedError,
 )
+from ckptstore.names import random_uuid4
 from ckptstore.validation import (
     JAVA_INT_MAX,
     require_bytes,
@@ -81,11 +81,12 @@ class MemoryCheckpointOutputStream:
         return self._closed
 
     def write(self, data: bytes | bytearray | memoryview, /) -> int:
-        view = _as_bytes_view(data)
+        if data.__class__ is not bytes:
+            data = _as_bytes_view(data)
         buffer = self._buffer
         if self._closed or buffer is None:
             raise StreamClosedError("Cannot write: the memory checkpoint stream is closed")
-        return buffer.write(view)
+        return buffer.write(data)
 
     def flush(self) -> None:
         """Nothing to flush: the bytes stay in memory until the handle is taken."""
@@ -115,7 +116,7 @@ class MemoryCheckpointOutputStream:
         data = self.close_and_get_bytes()
         if not data:
             return None
-        return ByteStreamStateHandle(str(uuid.uuid4()), data)
+        return ByteStreamStateHandle.of(random_uuid4(), data)
 
     def close(self) -> None:
         with self._lock:

@@ -16,14 +16,20 @@ the retry refused), so the handle is returned; no object means nothing to delete
 Concurrency (S16): I/O operations (write, flush, close_and_get_handle) hold an I/O lock;
 ``close()`` never waits for a slow one. If an operation is in progress, ``close()`` marks
 the stream closed and leaves a discard request that the operation carries out when it ends
-(a ``close_and_get_handle`` in progress wins: ``close()`` after it does nothing).
+(a ``close_and_get_handle`` in progress wins: ``close()`` after it does nothing). A write
+that only appends to the buffer does no I/O and takes no lock (a stream has one writer; a
+``close()`` from another thread discards the buffer whichever comes first).
+
+Small inline states are by far the most frequent operation, so their path is kept short:
+what all streams of a factory's scope share (validated sizes, parsed directory, traits) is a
+``StreamSettings`` computed once, and a ``bytes`` write that fits the buffer is one append.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-import uuid
+from dataclasses import dataclass
 from typing import IO, Any
 
 from ckptstore.api import ByteStreamStateHandle, StreamStateHandle
@@ -45,13 +51,76 @@ from ckptstore.filesystems import (
 )
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.io_errors import is_unreachable, with_context
+from ckptstore.names import random_uuid4
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.validation import MAX_WRITE_BUFFER_SIZE, require_bytes, require_int
 
-__all__ = ["MAX_FILE_CREATION_ATTEMPTS", "FsCheckpointStateOutputStream"]
+__all__ = ["MAX_FILE_CREATION_ATTEMPTS", "FsCheckpointStateOutputStream", "StreamSettings"]
 
 MAX_FILE_CREATION_ATTEMPTS = 10
 _CLOSED_MESSAGE = "Stream has already been closed and discarded."
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """What every stream into one directory shares: validated once, not per stream.
+
+    ``capacity`` is the write buffer (never below the threshold), ``relative`` whether
+    handles are relative (EXCLUSIVE scope without entropy), ``entropy`` the injector when it
+    is active for ``base_dir``.
+    """
+
+    base_dir: StoragePath
+    capacity: int
+    threshold: int
+    fs_token: str | None
+    entropy: EntropyInjector | None
+    relative: bool
+    object_store: bool
+    inline_prefix: str
+
+    @classmethod
+    def validated(
+        cls,
+        base_dir: StoragePath | str,
+        *,
+        buffer_size: object,
+        threshold: object,
+        fs_token: str | None = None,
+        allow_relative_paths: bool = False,
+        entropy: EntropyInjector | None = None,
+    ) -> StreamSettings:
+        """Check the arguments (typed errors) and derive the shared settings."""
+        checked_threshold = require_int(
+            threshold,
+            "threshold",
+            minimum=0,
+            below_message="The threshold for file state size must be zero or larger.",
+        )
+        capacity = require_int(
+            buffer_size,
+            "buffer_size",
+            minimum=0,
+            maximum=MAX_WRITE_BUFFER_SIZE,
+            below_message="The write buffer size must be zero or larger.",
+        )
+        directory = parse_storage_path(base_dir)
+        if capacity < checked_threshold:
+            raise InvalidArgumentError(
+                f"The write buffer size ({capacity}) must not be smaller than the inline "
+                f"threshold ({checked_threshold})."
+            )
+        active = entropy if entropy is not None and entropy.is_active(directory) else None
+        return cls(
+            base_dir=directory,
+            capacity=capacity,
+            threshold=checked_threshold,
+            fs_token=fs_token,
+            entropy=active,
+            relative=allow_relative_paths and active is None,
+            object_store=traits_for(directory.scheme).object_store,
+            inline_prefix=f"{directory.url}/",
+        )
 
 
 class FsCheckpointStateOutputStream:
@@ -59,8 +128,12 @@ class FsCheckpointStateOutputStream:
 
     ``base_dir`` must exist already (S1). ``allow_relative_paths`` gives
     ``RelativeFileStateHandle`` results (EXCLUSIVE scope) unless entropy is active for the
-    directory (E6); otherwise handles are absolute.
+    directory (E6); otherwise handles are absolute. Factories create their streams with
+    :meth:`with_settings` from settings they validated once.
     """
+
+    _writer: IO[bytes] | None = None
+    _closed = True
 
     def __init__(
         self,
@@ -72,32 +145,33 @@ class FsCheckpointStateOutputStream:
         allow_relative_paths: bool = False,
         entropy: EntropyInjector | None = None,
     ) -> None:
-        threshold = require_int(
-            threshold,
-            "threshold",
-            minimum=0,
-            below_message="The threshold for file state size must be zero or larger.",
-        )
-        buffer_size = require_int(
-            buffer_size,
-            "buffer_size",
-            minimum=0,
-            maximum=MAX_WRITE_BUFFER_SIZE,
-            below_message="The write buffer size must be zero or larger.",
-        )
-        base_dir = parse_storage_path(base_dir)
-        if buffer_size < threshold:
-            raise InvalidArgumentError(
-                f"The write buffer size ({buffer_size}) must not be smaller than the inline "
-                f"threshold ({threshold})."
+        self._setup(
+            StreamSettings.validated(
+                base_dir,
+                buffer_size=buffer_size,
+                threshold=threshold,
+                fs_token=fs_token,
+                allow_relative_paths=allow_relative_paths,
+                entropy=entropy,
             )
-        self._base_dir = base_dir
-        self._capacity = buffer_size
-        self._threshold = threshold
-        self._fs_token = fs_token
-        self._entropy = entropy if entropy is not None and entropy.is_active(base_dir) else None
-        self._relative = allow_relative_paths and self._entropy is None
-        self._object_store = traits_for(base_dir.scheme).object_store
+        )
+
+    @classmethod
+    def with_settings(cls, settings: StreamSettings) -> FsCheckpointStateOutputStream:
+        """A stream from settings validated once (what factories call per stream)."""
+        stream = cls.__new__(cls)
+        stream._setup(settings)
+        return stream
+
+    def _setup(self, settings: StreamSettings) -> None:
+        self._settings = settings
+        self._base_dir = settings.base_dir
+        self._capacity = settings.capacity
+        self._threshold = settings.threshold
+        self._fs_token = settings.fs_token
+        self._entropy = settings.entropy
+        self._relative = settings.relative
+        self._object_store = settings.object_store
         self._fs: Any = None
 
         self._buffer = bytearray()
@@ -144,28 +218,38 @@ class FsCheckpointStateOutputStream:
     # ------------------------------------------------------------------ writing
 
     def write(self, data: bytes | bytearray | memoryview, /) -> int:
-        view = require_bytes(data)
-        size = len(view)
+        if data.__class__ is not bytes:
+            data = require_bytes(data)
+        size = len(data)
         if size == 0:
             return 0
+        buffer = self._buffer
+        if not self._closed and size <= self._capacity - len(buffer):
+            # One append, no I/O and no lock: a stream has one writer (the contract), and a
+            # close() racing with it discards the buffer either way.
+            buffer += data
+            return size
         with self._io_lock:
             self._begin_io()
             try:
-                remaining = self._capacity - len(self._buffer)
-                if size <= remaining:
-                    self._buffer += view
-                elif size >= self._capacity:
-                    self._spill()
-                    assert self._writer is not None
-                    self._writer.write(view)
-                    self._file_pos += size
-                else:
-                    self._buffer += view[:remaining]
-                    self._spill()
-                    self._buffer += view[remaining:]
+                self._write_beyond_buffer(memoryview(data), size)
             finally:
                 self._end_io()
         return size
+
+    def _write_beyond_buffer(self, view: memoryview, size: int) -> None:
+        remaining = self._capacity - len(self._buffer)
+        if size <= remaining:
+            self._buffer += view
+        elif size >= self._capacity:
+            self._spill()
+            assert self._writer is not None
+            self._writer.write(view)
+            self._file_pos += size
+        else:
+            self._buffer += view[:remaining]
+            self._spill()
+            self._buffer += view[remaining:]
 
     def flush(self) -> None:
         """Spill to the file only if one exists or more than the threshold is buffered (S9)."""
@@ -208,7 +292,7 @@ class FsCheckpointStateOutputStream:
         last: BaseException | None = None
         target = self._base_dir
         for _ in range(MAX_FILE_CREATION_ATTEMPTS):
-            target = self._base_dir.child(str(uuid.uuid4()))
+            target = self._base_dir.child(random_uuid4())
             if self._entropy is not None:
                 target = self._entropy.inject(target)
             try:
@@ -237,9 +321,9 @@ class FsCheckpointStateOutputStream:
             with self._flag_lock:
                 if self._closed:
                     raise StreamClosedError(_CLOSED_MESSAGE)
-                if self._writer is None and not self._buffer:
+                if self._writer is None and len(self._buffer) <= self._threshold:
                     self._closed = True
-                    return None
+                    return self._inline_handle()
                 self._busy = True
                 self._finishing = True
             try:
@@ -251,11 +335,15 @@ class FsCheckpointStateOutputStream:
                     self._finishing = False
                     self._discard_pending = False
 
+    def _inline_handle(self) -> ByteStreamStateHandle | None:
+        """The buffered bytes as inline state (``None`` for an empty stream), no I/O (S5)."""
+        if not self._buffer:
+            return None
+        data = bytes(self._buffer)
+        self._buffer.clear()
+        return ByteStreamStateHandle.of(self._settings.inline_prefix + random_uuid4(), data)
+
     def _finish(self) -> StreamStateHandle:
-        if self._writer is None and len(self._buffer) <= self._threshold:
-            data = bytes(self._buffer)
-            self._buffer.clear()
-            return ByteStreamStateHandle(f"{self._base_dir.url}/{uuid.uuid4()}", data)
         committing = False
         try:
             self._spill()
@@ -365,8 +453,8 @@ class FsCheckpointStateOutputStream:
 
     def __del__(self) -> None:
         # A stream dropped without close: free the writer (no upload), keep the contract quiet.
-        writer = getattr(self, "_writer", None)
-        if writer is not None and not getattr(self, "_closed", True):
+        # (The class-level defaults answer for a stream whose __init__ failed.)
+        if self._writer is not None and not self._closed:
             with contextlib.suppress(Exception):
                 self.close()
 
