@@ -25,6 +25,7 @@ Usage::
     python scripts/mutation.py --modules streams.py handles.py --max-children 2
     python scripts/mutation.py --backend=moto --modules s3.py
     python scripts/mutation.py --report-only           # rebuild the report from the last run
+    python scripts/mutation.py --report-only --merge   # over every leg configuration run
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Mutant:
 
     name: str
     status: str
+    workdir: Path
     diff: str = ""
     equivalent: str = ""
 
@@ -150,6 +152,21 @@ def prepare(workdir: Path, modules: list[str], backend: str) -> None:
     # mutmut puts mutants/src first on sys.path; it must exist before Python starts, or the
     # import system caches the missing directory and the original code is imported instead.
     (workdir / "mutants" / "src").mkdir(parents=True, exist_ok=True)
+    forget_unmutated_copies(workdir, modules)
+
+
+def forget_unmutated_copies(workdir: Path, modules: list[str]) -> None:
+    """Remove mutmut's plain copies of modules that are to be mutated now.
+
+    mutmut copies a module it does not mutate with a fresh modification time and later takes
+    that copy for an up-to-date mutated file, so a module asked for after an earlier run
+    that left it out would never be mutated. A mutated module has a ``.meta`` file beside it.
+    """
+    mutated_dir = workdir / "mutants" / "src" / "ckptstore"
+    for pattern in modules:
+        for copy in mutated_dir.glob(pattern):
+            if copy.suffix == ".py" and not copy.with_name(copy.name + ".meta").exists():
+                copy.unlink()
 
 
 def environment(workdir: Path) -> dict[str, str]:
@@ -181,10 +198,25 @@ _RESULT_LINE = re.compile(r"^\s*(?P<name>ckptstore\.\S+): (?P<status>.+?)\s*$")
 def read_results(workdir: Path) -> list[Mutant]:
     out = mutmut(workdir, "results", "--all", "true", capture=True)
     return [
-        Mutant(match["name"], match["status"])
+        Mutant(match["name"], match["status"], workdir)
         for match in map(_RESULT_LINE.match, out.splitlines())
         if match
     ]
+
+
+#: How good a verdict is, for merging leg configurations: killed anywhere is killed.
+_RANK = {"killed": 0, "timeout": 1, "survived": 2, UNREACHED: 3}
+
+
+def merge(runs: list[list[Mutant]]) -> list[Mutant]:
+    """One verdict per mutant over several leg configurations: the best one."""
+    best: dict[str, Mutant] = {}
+    for mutants in runs:
+        for mutant in mutants:
+            current = best.get(mutant.name)
+            if current is None or _RANK.get(mutant.status, 9) < _RANK.get(current.status, 9):
+                best[mutant.name] = mutant
+    return sorted(best.values(), key=lambda m: m.name)
 
 
 def mutant_diff(workdir: Path, name: str) -> str:
@@ -207,14 +239,14 @@ def _normalized(diff: str) -> str:
     return "\n".join(line.rstrip() for line in diff.strip().splitlines())
 
 
-def classify(mutants: list[Mutant], workdir: Path) -> list[str]:
+def classify(mutants: list[Mutant]) -> list[str]:
     """Fill in survivors' diffs and mark the listed equivalent ones; return stale entries."""
     entries = {entry["mutant"]: entry for entry in load_equivalents()}
     stale = []
     for mutant in mutants:
         if mutant.status in KILLED:
             continue
-        mutant.diff = mutant_diff(workdir, mutant.name)
+        mutant.diff = mutant_diff(mutant.workdir, mutant.name)
         entry = entries.pop(mutant.name, None)
         if entry is None:
             continue
@@ -276,26 +308,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--workdir", type=Path, help="default: .mutation/<legs>")
     parser.add_argument("--output", type=Path, default=ROOT / "mutation-report")
-    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument(
+        "--report-only", action="store_true", help="no run: the report of the last run(s)"
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="report over every leg configuration run so far (.mutation/*): a mutant killed "
+        "on any of them is killed",
+    )
     args = parser.parse_args(argv)
     legs = args.backend.replace(",", "+")
     workdir = (args.workdir or ROOT / ".mutation" / legs).resolve()
-    prepare(workdir, args.modules, args.backend)
     if not args.report_only:
+        prepare(workdir, args.modules, args.backend)
         mutmut(workdir, "run", "--max-children", str(args.max_children))
-    mutants = read_results(workdir)
+    workdirs = [workdir]
+    if args.merge:
+        workdirs = sorted(p.parent for p in (ROOT / ".mutation").glob("*/pyproject.toml"))
+        legs = " | ".join(p.name for p in workdirs)
+    mutants = merge([read_results(w) for w in workdirs])
     if not mutants:
         raise SystemExit(f"no mutants recorded in {workdir}; run without --report-only first")
-    stale = classify(mutants, workdir)
+    stale = classify(mutants)
     text, payload = render(mutants, stale, legs)
     args.output.mkdir(parents=True, exist_ok=True)
-    (args.output / f"mutation-{legs}.md").write_text(text, encoding="utf-8")
-    (args.output / f"mutation-{legs}.json").write_text(
+    stem = "mutation-merged" if args.merge else f"mutation-{legs}"
+    (args.output / f"{stem}.md").write_text(text, encoding="utf-8")
+    (args.output / f"{stem}.json").write_text(
         json.dumps(payload, indent=2) + "\n", encoding="utf-8"
     )
     overall = payload["modules"]["all"]  # type: ignore[index]
     print(text.split("\n## ")[0])
-    print(f"report: {args.output / f'mutation-{legs}.md'}")
+    print(f"report: {args.output / f'{stem}.md'}")
     return 0 if overall["kill_rate"] is not None else 1
 
 
