@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import textwrap
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ckptconform import __version__
 from ckptconform.clauses import (
@@ -43,6 +45,17 @@ HELPER_MODULES: tuple[Path, ...] = (Path(__file__).parent / "workload.py",)
 CALL_DEPTH = 6
 
 HEADING_FORMAT = "### {id} · {level} · {title}"
+
+#: Each clause's outcome on Flink 2.3.0's own storages, written by ``scripts/flink_outcomes.py``
+#: from the conformance reports of the Flink targets (issue 12).
+FLINK_OUTCOMES = Path(__file__).parent / "data" / "flink-2.3.0-outcomes.json"
+#: outcome -> how a cell of the Flink columns shows it
+FLINK_CELLS = {
+    "PASS": "PASS",
+    "flink-bug": "Flink bug",
+    "beyond-flink": "beyond Flink",
+    "n/a": "n/a",
+}
 
 
 def _string_constants(tree: ast.Module) -> dict[str, tuple[str, ...]]:
@@ -539,9 +552,88 @@ def _options_section(suite_dir: Path) -> list[str]:
     return lines
 
 
-def render(suite_dir: Path = SUITE_DIR) -> str:
+def flink_outcomes(path: Path = FLINK_OUTCOMES) -> dict[str, Any] | None:
+    """The committed outcomes on Flink 2.3.0 (None where the file is absent)."""
+    if not path.is_file():
+        return None
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
+
+
+FLINK_INTRO = (
+    "Each clause's outcome on Apache Flink {flink}'s own Java storages, driven through the "
+    "contract (`--impl=flink`: {fs}; `--impl=flink-jobmanager`: {jm}; backend {backends}, "
+    "hypothesis profile `{profile}`). Generated from the conformance reports of those runs "
+    "(`scripts/flink_outcomes.py`, committed as `conformance/ckptconform/data/"
+    "flink-{flink}-outcomes.json`; the CI's Flink leg checks it against its runs). **PASS**: "
+    "every test of the clause passed. **Flink bug**: Flink is wrong there; the clause stays "
+    "and the target declares it a known failure (strict xfail) with the reason and a "
+    "reproducer in `tests/flink/test_flink_deviations.py`. **beyond Flink**: the clause asks "
+    "more than Flink does on purpose, and its text says so and why (a known failure with a "
+    "reproducer, or a SHOULD clause reported as WARN). **n/a**: not run on Flink (the reason "
+    "is listed below the table)."
+)
+
+
+def _flink_section(outcomes: dict[str, Any]) -> list[str]:
+    targets: dict[str, Any] = outcomes["targets"]
+    names = list(targets)
+    first = targets[names[0]]
+    lines = [
+        f"## Flink {outcomes['flink']}",
+        "",
+        FLINK_INTRO.format(
+            flink=outcomes["flink"],
+            fs=targets.get("flink", {}).get("storage", "-"),
+            jm=targets.get("flink-jobmanager", {}).get("storage", "-"),
+            backends=", ".join(f"`{b}`" for b in first["backends"]),
+            profile=first["hypothesis_profile"],
+        ),
+        "",
+        "| clause | level | title | "
+        + " | ".join(f"Flink {outcomes['flink']} {targets[n]['storage']}" for n in names)
+        + " |",
+        "|---|---|---|" + "---|" * len(names),
+    ]
+    for clause in CLAUSES.values():
+        cells = [_flink_cell(targets[n]["clauses"].get(clause.id)) for n in names]
+        lines.append(
+            f"| {clause.id} | {clause.level} | {clause.title} | " + " | ".join(cells) + " |"
+        )
+    lines += ["", "Deviations:", ""]
+    deviations: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    not_run: dict[str, list[str]] = defaultdict(list)
+    for name in names:
+        for cid, record in targets[name]["clauses"].items():
+            if record["outcome"] in ("flink-bug", "beyond-flink"):
+                key = (record["outcome"], record["reason"], record.get("reproducer", ""))
+                deviations[key].append(f"{cid} (`{name}`)")
+            elif record["outcome"] == "n/a":
+                not_run[record["reason"]].append(cid)
+    for (outcome, reason, reproducer), where in deviations.items():
+        line = f"- {', '.join(where)}: {FLINK_CELLS[outcome]}: {reason}"
+        if reproducer:
+            line += f". Reproducer: `tests/flink/test_flink_deviations.py::{reproducer}`"
+        lines.append(line + ".")
+    lines += ["", "Not run:", ""]
+    lines += [f"- {reason}: {', '.join(dict.fromkeys(ids))}." for reason, ids in not_run.items()]
+    return lines
+
+
+def _flink_cell(record: dict[str, Any] | None) -> str:
+    return FLINK_CELLS[record["outcome"]] if record is not None else "not in the runs"
+
+
+def _flink_line(outcomes: dict[str, Any], clause_id: str) -> str:
+    targets: dict[str, Any] = outcomes["targets"]
+    cells = [f"{t['storage']} {_flink_cell(t['clauses'].get(clause_id))}" for t in targets.values()]
+    return f"Flink {outcomes['flink']}: {' · '.join(cells)}"
+
+
+def render(suite_dir: Path = SUITE_DIR, outcomes_path: Path = FLINK_OUTCOMES) -> str:
     """The full text of CONFORMANCE.md."""
     tests = clause_tests(suite_dir)
+    outcomes = flink_outcomes(outcomes_path)
     lines = [
         "# Conformance clauses",
         "",
@@ -568,6 +660,8 @@ def render(suite_dir: Path = SUITE_DIR) -> str:
     ]
     lines += [f"| `{name}` | {text} |" for name, text in CAPABILITIES.items()]
     lines += ["", *_options_section(suite_dir)]
+    if outcomes is not None:
+        lines += ["", *_flink_section(outcomes)]
     for group, description in GROUPS.items():
         lines += ["", f"## {group} — {description}", ""]
         if group in GROUP_NOTES:
@@ -592,5 +686,7 @@ def render(suite_dir: Path = SUITE_DIR) -> str:
                 f"Tests: {checked_by}",
                 "",
             ]
+            if outcomes is not None:
+                lines += [_flink_line(outcomes, clause.id), ""]
     lines += ["", *_contract_section(suite_tests(suite_dir))]
     return "\n".join(lines).rstrip() + "\n"

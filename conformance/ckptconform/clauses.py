@@ -317,8 +317,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("S12", "H1")),
     ("STR-3", "MUST", (), "empty stream gives None",
      "close_and_get_handle() on a stream with nothing written (or only empty writes) returns "
-     "None and leaves no file (Flink S12a, FLINK-5218).",
-     ("S12", "T-SOS2")),
+     "None and leaves no file (Flink S12a, FLINK-5218). Flink 2.3.0's JobManager storage "
+     "deviates: its MemoryCheckpointOutputStream counts an empty write and returns a 0-byte "
+     "handle, unlike its file streams; the contract follows the file streams (a Flink bug: "
+     "one interface, two answers, and FLINK-5218 made empty writes count as nothing).",
+     ("S12", "T-SOS2", "MEM4")),
     ("STR-4", "MUST", (), "tell counts every byte",
      "tell() equals the number of bytes written so far, across chunk and buffer boundaries "
      "(Flink getPos, T-SOS6).",
@@ -358,7 +361,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("seed 002", "S7", "T-SOS3")),
     ("INL-2", "SHOULD", ("inline-state",), "inline whatever the chunking",
      "State of at most `threshold` bytes stays inline whatever the write chunking, including one "
-     "write of exactly `threshold` bytes (decision; Flink 2.x spills in that case, T-FSF1).",
+     "write of exactly `threshold` bytes (decision, beyond Flink: Flink 2.x spills in that "
+     "case, T-FSF1; a threshold is a maximum, and the chunking must not decide).",
      ("decision", "S6", "T-FSF1")),
     ("INL-3", "MUST", ("inline-state",), "larger state goes to a file",
      "State of more than `threshold` bytes is stored in a file on the backend that holds exactly "
@@ -615,7 +619,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "A completed location's resolve_handle() returns handles that read the same bytes for the "
      "location's own handles, inline handles and absolute file handles, and raises ValueError "
      "for a relative handle whose relative_path is not one file name inside the directory "
-     "(contract: it never reads outside the checkpoint).",
+     "(contract: it never reads outside the checkpoint). This goes beyond Flink on purpose: "
+     "Flink rebases any relative path unchecked (H5: new Path(exclusiveDir, relativePath)), so "
+     "a '../' path in a crafted or damaged _metadata names a file outside the checkpoint, "
+     "which a restore would read and a discard would delete.",
      ("H5", "H6", "decision")),
     ("MD-8", "MUST", (), "negative checkpoint ids",
      "initialize_location_for_checkpoint() with a negative id raises ValueError (Flink ACC6).",
@@ -630,7 +637,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "dispose_storage_location() of a completed location, also one obtained from "
      "resolve_checkpoint on a fresh storage, removes the checkpoint's directory recursively "
      "(_metadata, exclusive state, anything else below it), and the pointer no longer resolves: "
-     "FileNotFoundError (Flink MD6, T-CCL1, FLINK-38909).",
+     "FileNotFoundError (Flink MD6, T-CCL1, FLINK-38909; Flink 2.3.0 still deletes "
+     "non-recursively, a Flink bug that leaves chk-<n> directories behind, P4).",
      ("MD6", "T-CCL1", "P4")),
     ("DIS-3", "MUST", (), "disposal is confined",
      "Disposing one checkpoint (dispose_storage_location of a completed one, "
@@ -676,19 +684,23 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "a target) and resolve_checkpoint_storage_location that are not ints (None, 'x', '1', "
      "1.0, NaN, True, b'1', Decimal) or lie outside the Java long range (2**63, -2**63-1), and "
      "negative ids for initialize_location_for_checkpoint; location "
-     "references that are not CheckpointStorageLocationReferences; scopes that are neither "
+     "references that are not CheckpointStorageLocationReferences (None aside, which is "
+     "BAD-3's: Flink's JobManager storage ignores the reference, ACC9); scopes that are neither "
      "CheckpointedStateScope members nor their values (and None as duplicate's scope); handles "
      "and handle lists that are not state handles, given to resolve_handle and to the "
      "can_fast_duplicate and duplicate of a stream factory and of the task-owned toolset "
-     "(can_fast_duplicate may answer False instead, as Flink does); write() data that is not "
+     "(can_fast_duplicate may answer False instead, as Flink does; duplicate only where "
+     "fast-duplicate is claimed: a caller duplicates only what can_fast_duplicate accepted, and "
+     "a storage without it refuses every duplicate as unsupported before it looks at the "
+     "arguments, TOW-7, as Flink does, TO5, S17); write() data that is not "
      "bytes, bytearray or memoryview, on state, task-owned and metadata streams; and a "
      "hypothesis sample of such values (decision: Java's types rule these out in Flink; the "
      "contract maps NullPointerException to TypeError and IllegalArgumentException to "
      "ValueError).",
-     ("decision", "ACC6", "S17")),
+     ("decision", "ACC6", "S17", "TO5")),
     ("BAD-2", "MUST", (), "None is a TypeError, ids out of range a ValueError",
-     "In BAD-1's corpus, None as a job id, pointer, checkpoint or savepoint id, location "
-     "reference, handle, handle list or write() data raises TypeError, and an id outside the "
+     "In BAD-1's corpus, None as a job id, pointer, checkpoint or savepoint id, "
+     "handle, handle list or write() data raises TypeError, and an id outside the "
      "Java long range (-2**63 .. 2**63-1), or a negative id given to "
      "initialize_location_for_checkpoint, raises ValueError (subclasses accepted; "
      "can_fast_duplicate may answer False instead) (Flink: NullPointerException, "
@@ -704,9 +716,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "ValueError, Flink's IllegalArgumentException, and the reference raises an error that is "
      "both); a negative id given to initialize_location_for_savepoint or "
      "resolve_checkpoint_storage_location raises ValueError; and None as the scope of "
-     "create_checkpoint_state_output_stream or can_fast_duplicate raises TypeError (Flink "
-     "checks ids only in initializeLocationForCheckpoint, ACC6, ignores the savepoint id, ACC7, "
-     "and takes a null scope as shared, S3).",
+     "create_checkpoint_state_output_stream or can_fast_duplicate, or as the reference of "
+     "resolve_checkpoint_storage_location, raises TypeError (Flink checks ids only in "
+     "initializeLocationForCheckpoint, ACC6, ignores the savepoint id, ACC7, takes a null "
+     "scope as shared, S3, and its JobManager storage ignores the reference, ACC9: this SHOULD "
+     "goes beyond Flink).",
      ("ACC6", "ACC7", "ACC9", "S3", "decision")),
     ("BAD-4", "MUST", (), "hostile pointers and references",
      "resolve_checkpoint of the storage and of an access, given the corpus's hostile pointers "
@@ -735,11 +749,15 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "stay below it, it either raises one of these or puts the savepoint directly below the "
      "normalised target, with an external_pointer that has no '.' or '..' segment, and creates "
      "no directory that the target only passes through (Flink's Path normalises the target "
-     "before mkdirs and rejects blank paths, ACC7).",
+     "before mkdirs, ACC7). Refusing a blank target goes beyond Flink on purpose: Flink's Path "
+     "rejects the empty string but takes ' ' or a tab as a relative path, a whitespace-named "
+     "directory in the working directory of the process, where nobody looks for the savepoint "
+     "(a blank target is an unset or mis-quoted setting, never a place).",
      ("ACC7", "PTR1", "L5")),
     ("BAD-6", "MUST", (), "bad input changes nothing",
-     "After BAD-1's and BAD-2's fixed corpus (the calls every storage must refuse, among them "
-     "duplicate() of a list whose first handle is valid and whose second is not, and "
+     "After BAD-1's and BAD-2's fixed corpus (the calls every storage must refuse, among them, "
+     "where fast-duplicate is claimed, duplicate() of a list whose first handle is valid and "
+     "whose second is not, and "
      "initialize_location_for_savepoint with a bad id and a target below the test's root) and "
      "BAD-4's hostile pointers and references, a raw listing of the test's root and of the "
      "working directory, with every file's size and SHA-256, is the same as before; and the "

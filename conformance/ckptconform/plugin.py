@@ -565,7 +565,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     state = item.config.stash.get(_STATE, None)
     if state is None or not _marker_args(item, "clause"):
         return report
-    if report.failed and call.excinfo is not None:
+    # a known failure that failed as declared is blamed like a failure (its report is xfailed)
+    declared = getattr(report, "wasxfail", None) is not None and report.skipped
+    if (report.failed or declared) and call.excinfo is not None:
         named = clauses_of(call.excinfo.value)
         if named:
             report.user_properties.append((PROP_FAILED, " ".join(named)))

@@ -5,8 +5,12 @@ to ``conformance_target``. ``--impl=NAME`` also finds targets registered in the 
 group ``ckptconform.targets``. The target is duck-typed (ARCHITECTURE.md section 4; typed as
 ``ckptconform.ConformanceTarget``): ``name``, ``capabilities``, ``make_storage(*,
 checkpoint_dir, savepoint_dir, options)``, optional ``schemes``, ``known_failures`` and
-``options``. Every problem is a ``TargetError`` with a message that says what to fix; the
-plugin turns it into a pytest usage error (exit code 4), never a skip.
+``options``, and an optional ``version``: the version of the storage under test, for a target
+that adapts another system (the Flink targets say 2.3.0, Flink's, where their distribution is
+the adapter's); without it the header shows the version of the distribution (or the
+``__version__``) of the target's top-level module. Every problem is a ``TargetError`` with a
+message that says what to fix; the plugin turns it into a pytest usage error (exit code 4),
+never a skip.
 
 ``options`` declares the option keys ``make_storage`` accepts (``ckptconform.clauses.OPTIONS``).
 A target that declares them gets only those keys (an empty ``storage_options`` is left out when
@@ -123,7 +127,9 @@ def load_target(spec: str) -> Target:
             raise TargetError(
                 f"--impl={spec}: calling {origin} failed: {_short(exc)}\n{_trace(exc)}"
             ) from exc
-    return validate_target(obj, spec=spec, origin=origin, version=_version_of(module_name))
+    own = getattr(obj, "version", None)
+    version = own if isinstance(own, str) and own.strip() else _version_of(module_name)
+    return validate_target(obj, spec=spec, origin=origin, version=version)
 
 
 def _resolve(spec: str) -> tuple[Any, str, str]:

@@ -24,6 +24,13 @@ that reason):
   redaction in Flink).
 - ``flink-jobmanager``: ``savepoints``, ``relocatable-savepoints``, ``memory-limit``
   (``maxStateSize``).
+
+Where Flink 2.3.0 fails a clause, ``DEVIATIONS`` says why: a Flink bug, or a clause that goes
+beyond Flink on purpose (its text says so and why), each with its reproducer in
+tests/flink/test_flink_deviations.py. The targets' ``known_failures`` (strict xfail) are made
+from them, and ``scripts/flink_outcomes.py`` turns them and the runs' reports into
+CONFORMANCE.md's Flink columns. The targets' ``version`` is Flink's, so the run header says
+which Flink ran (not the version of this adapter's distribution).
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ from typing import Any
 from ckptstore.api import CheckpointStorage
 
 __all__ = [
+    "BEYOND_FLINK",
+    "DEVIATIONS",
+    "FLINK_BUG",
+    "Deviation",
     "FlinkTarget",
     "conformance_target",
     "filesystem_target",
@@ -45,61 +56,97 @@ __all__ = [
 
 __version__ = "2.3.0"
 
-_NOT_RECURSIVE = (
-    "Flink bug FLINK-38909: Flink 2.3.0's disposeStorageLocation deletes the checkpoint "
-    "directory non-recursively (IOException 'Directory ... is not empty') while state files or "
-    "_metadata are still in it"
+#: The kinds of deviation: Flink is wrong (a bug, with a reproducer), or the clause goes beyond
+#: Flink on purpose (its text says so and why).
+FLINK_BUG = "flink-bug"
+BEYOND_FLINK = "beyond-flink"
+DEVIATION_KINDS = (FLINK_BUG, BEYOND_FLINK)
+#: The module of the reproducers (``Deviation.reproducer`` names a test in it).
+REPRODUCERS = "tests/flink/test_flink_deviations.py"
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A clause that Flink 2.3.0 fails: why, and the test that reproduces Flink's behaviour."""
+
+    kind: str
+    reason: str
+    reproducer: str
+
+    def known_failure(self) -> str:
+        """The reason as ``known_failures`` gives it (and the run's xfail reason shows it)."""
+        label = "Flink bug" if self.kind == FLINK_BUG else "beyond Flink"
+        return f"{label}: {self.reason} (reproducer: {REPRODUCERS}::{self.reproducer})"
+
+
+_NOT_RECURSIVE = Deviation(
+    FLINK_BUG,
+    "FLINK-38909: Flink 2.3.0's disposeStorageLocation deletes the checkpoint directory "
+    "non-recursively (IOException 'Directory ... is not empty') while state files or _metadata "
+    "are still in it, so anything left there (a tool's file, a handle nobody discarded) keeps "
+    "the chk-<n> directory forever",
+    "test_dis2_dispose_is_not_recursive",
 )
-_DISPOSE_ORDER = (
-    "the test disposes a checkpoint directory that still holds state or _metadata, which "
-    "Flink 2.3.0 refuses (FLINK-38909, see DIS-2); Flink itself discards the state handles and "
-    "the metadata handle first (MD6)"
+_STAGING_LEAK = Deviation(
+    FLINK_BUG,
+    "close() of an unfinalized metadata stream leaves the recoverable writer's staging file "
+    "._metadata.inprogress.<uuid> (RecoverableStreamWrapper.cleanup() does nothing, "
+    "LocalRecoverableFsDataOutputStream.close() keeps the file): a leak MD5 means to prevent",
+    "test_md2_close_without_finalize_leaves_a_staging_file",
 )
-_STAGING_LEAK = (
-    "Flink bug: close() of an unfinalized metadata stream leaves the recoverable writer's "
-    "staging file ._metadata.inprogress.<uuid> (RecoverableStreamWrapper.cleanup() does "
-    "nothing, LocalRecoverableFsDataOutputStream.close() keeps the file)"
+_RELATIVE_UNCHECKED = Deviation(
+    BEYOND_FLINK,
+    "Flink's metadata deserializer rebases a relative path unchecked (new Path(exclusiveDir, "
+    "relativePath)), so '../victim' in a crafted or damaged _metadata names a file outside the "
+    "checkpoint, which a restore reads and a discard deletes",
+    "test_md7_relative_paths_are_rebased_unchecked",
 )
-_BEYOND_RELATIVE = (
-    "beyond Flink: Flink's metadata deserializer rebases a relative path unchecked "
-    "(new Path(exclusiveDir, relativePath)), so '../victim' names a file outside the checkpoint"
+_BLANK_TARGET = Deviation(
+    BEYOND_FLINK,
+    "Flink's Path rejects an empty savepoint target but not a blank one (' ', '\\t'), which "
+    "becomes a whitespace-named directory below the working directory of the process",
+    "test_bad5_blank_savepoint_target_is_a_relative_directory",
 )
-_BEYOND_DUPLICATE_NONE = (
-    "beyond Flink: duplicate(None) reaches Flink, which answers 'unsupported' before it looks "
-    "at the argument (IllegalArgumentException from the stream factory, "
-    "UnsupportedEncodingException, an IOException, from NotDuplicatingCheckpointStateToolset)"
+_WRITE_AFTER_CLOSE = Deviation(
+    FLINK_BUG,
+    "MemoryCheckpointOutputStream.write() does not check whether the stream is closed: writes "
+    "after close() or closeAndGetHandle() succeed, where the file streams raise IOException "
+    "(S14), and a writer never learns that another thread closed its stream",
+    "test_str5_memory_stream_takes_writes_after_close",
 )
-_BEYOND_BLANK_TARGET = (
-    "beyond Flink: Flink takes a blank savepoint target (' ', '\\t') as a relative path and "
-    "writes the savepoint below the working directory"
+_EMPTY_WRITE = Deviation(
+    FLINK_BUG,
+    "an empty write marks MemoryCheckpointOutputStream non-empty, so closeAndGetHandle() "
+    "returns a 0-byte ByteStreamStateHandle where the file streams return null (FLINK-5218)",
+    "test_str3_memory_stream_counts_an_empty_write",
 )
 
-#: Clauses that Flink 2.3.0 fails on the local file system (strict xfail): each reason says
-#: whether Flink has a bug there or the suite asks more than Flink does. BAD-1 is not listed:
-#: its hypothesis sample passes or fails by chance (toolset.duplicate with None, as BAD-2).
-_FS_KNOWN = {
+#: Clauses that Flink 2.3.0's FileSystemCheckpointStorage fails on the local file system.
+FS_DEVIATIONS: Mapping[str, Deviation] = {
     "DIS-2": _NOT_RECURSIVE,
-    "DIS-3": _DISPOSE_ORDER,
-    "DIS-4": _DISPOSE_ORDER,
-    "TOW-3": _DISPOSE_ORDER,
     "MD-2": _STAGING_LEAK,
     "LAY-7": _STAGING_LEAK,
-    "BAD-6": _STAGING_LEAK + "; BAD-1's corpus closes metadata streams unfinalized",
-    "MD-7": _BEYOND_RELATIVE,
-    "BAD-2": _BEYOND_DUPLICATE_NONE,
-    "BAD-5": _BEYOND_BLANK_TARGET,
+    "BAD-6": _STAGING_LEAK,  # BAD-1's corpus writes to metadata streams and closes them
+    "MD-7": _RELATIVE_UNCHECKED,
+    "BAD-5": _BLANK_TARGET,
 }
-_JM_KNOWN = {
-    **_FS_KNOWN,
-    "STR-5": (
-        "Flink bug: MemoryCheckpointOutputStream.write() does not check whether the stream "
-        "is closed; writes after close() or closeAndGetHandle() succeed"
-    ),
-    "THR-3": (
-        "Flink bug: MemoryCheckpointOutputStream.write() does not check whether the stream "
-        "is closed, so a writer never learns that another thread closed its stream"
-    ),
+#: Those of its JobManagerCheckpointStorage (metadata and savepoints on the file system).
+JM_DEVIATIONS: Mapping[str, Deviation] = {
+    # LAY-7 needs file-layout, which the JobManager target does not claim (never runs there)
+    **{cid: d for cid, d in FS_DEVIATIONS.items() if cid != "LAY-7"},
+    "STR-3": _EMPTY_WRITE,
+    "STR-5": _WRITE_AFTER_CLOSE,
+    "THR-3": _WRITE_AFTER_CLOSE,
 }
+#: Target name -> its deviations (CONFORMANCE.md's Flink columns are built from these).
+DEVIATIONS: Mapping[str, Mapping[str, Deviation]] = {
+    "flink": FS_DEVIATIONS,
+    "flink-jobmanager": JM_DEVIATIONS,
+}
+
+#: Clauses that Flink 2.3.0 fails on the local file system (strict xfail), with the reasons.
+_FS_KNOWN = {cid: d.known_failure() for cid, d in FS_DEVIATIONS.items()}
+_JM_KNOWN = {cid: d.known_failure() for cid, d in JM_DEVIATIONS.items()}
 
 #: suite option key -> FlinkConfig field
 _FS_OPTIONS = {
@@ -119,6 +166,8 @@ class FlinkTarget:
     supported_options: Mapping[str, str] = field(repr=False)
     schemes: frozenset[str] | None = frozenset({"file"})
     known_failures: Mapping[str, str] | None = None
+    #: the version of the storage under test (the run header shows it): Flink's
+    version: str = __version__
 
     @property
     def options(self) -> frozenset[str]:

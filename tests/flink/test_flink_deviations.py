@@ -1,15 +1,20 @@
 """Reproducers of what Flink 2.3.0 itself does where the suite's clauses say otherwise.
 
-Each test pins Flink's observed behaviour, names the clause it deviates from, and is listed in
-the target's ``known_failures`` (``flinktarget``): when a Flink upgrade changes the behaviour,
-the test here fails first and the list is due for review. Classification: "Flink bug" (Flink
-is wrong or inconsistent with itself) or "beyond Flink" (the suite asks more than Flink does,
-on purpose).
+Each test pins Flink's observed behaviour and names the clause it deviates from; each deviation
+of ``flinktarget.DEVIATIONS`` (the target's ``known_failures`` and CONFORMANCE.md's Flink
+columns) names its test here (tests/meta/test_flink_outcomes.py checks both ways). When a Flink
+upgrade changes the behaviour, the test here fails first and the list is due for review.
+Classification: "Flink bug" (Flink is wrong or inconsistent with itself) or "beyond Flink" (the
+clause asks more than Flink does, on purpose, and its text says why). The last test pins a
+behaviour a clause's text relies on without a deviation: why duplicate() is in BAD-1's corpus
+only where fast-duplicate is claimed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,8 +41,9 @@ def _local(url: str) -> Path:
 
 
 def test_dis2_dispose_is_not_recursive(flink_storage):
-    """Flink bug FLINK-38909 (DIS-2, DIS-3, DIS-4, TOW-3): disposeStorageLocation deletes the
-    checkpoint directory non-recursively, so a directory with _metadata in it stays."""
+    """Flink bug FLINK-38909 (DIS-2): disposeStorageLocation deletes the checkpoint directory
+    non-recursively, so a directory with _metadata in it stays; in Flink's own order (state and
+    metadata handles first, MD6) disposal works, which is how DIS-3, DIS-4 and TOW-3 dispose."""
     location = _job(flink_storage).initialize_location_for_checkpoint(1)
     completed = _finalize(location)
     with pytest.raises(OSError, match="is not empty"):
@@ -72,8 +78,27 @@ def test_md7_relative_paths_are_rebased_unchecked(flink_storage):
     assert rebased.file_path == completed.external_pointer.rsplit("/", 1)[0] + "/victim"
 
 
-def test_bad2_duplicate_answers_unsupported_before_checking_arguments(flink_storage):
-    """Beyond Flink (BAD-1, BAD-2): duplicate(None) is refused as unsupported, not as None."""
+def test_bad5_blank_savepoint_target_is_a_relative_directory(flink_storage):
+    """Beyond Flink (BAD-5): Flink's Path refuses '' but takes ' ' as a relative directory (in
+    the working directory of the JVM)."""
+    access = _job(flink_storage)
+    with pytest.raises(ValueError, match="empty string"):
+        access.initialize_location_for_savepoint(1, "")
+    completed = _finalize(access.initialize_location_for_savepoint(1, " "))
+    savepoint = _local(completed.external_pointer)
+    try:
+        assert savepoint.parent.name == " "
+        assert savepoint.name.startswith("savepoint-")
+        assert (savepoint / "_metadata").is_file()
+    finally:
+        shutil.rmtree(savepoint, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            savepoint.parent.rmdir()  # only if nothing else is in it
+
+
+def test_duplicate_answers_unsupported_before_checking_arguments(flink_storage):
+    """Without fast duplication, duplicate(None) is refused as unsupported, not as None: why
+    BAD-1's corpus calls duplicate() only where fast-duplicate is claimed (TO5, S17)."""
     access = _job(flink_storage)
     factory = access.resolve_checkpoint_storage_location(
         4, access.initialize_location_for_checkpoint(4).location_reference

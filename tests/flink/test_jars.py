@@ -79,7 +79,17 @@ def test_targets_validate_against_the_catalog():
     assert "memory-limit" in jm.capabilities
     assert jm.options == frozenset({"max_state_size"})
     for reason in [*fs.known_failures.values(), *jm.known_failures.values()]:
-        assert reason.startswith(("Flink bug", "beyond Flink", "the test disposes")), reason
+        assert reason.startswith(("Flink bug: ", "beyond Flink: ")), reason
+
+
+def test_the_header_shows_flinks_version():
+    """The target says which Flink it runs (2.3.0), not the version of the adapter's package."""
+    from ckptconform.target import load_target
+
+    for spec in ("flinktarget:target_unchecked", "flinktarget:jobmanager_target_unchecked"):
+        target = load_target(spec)
+        assert target.version == jars.FLINK_VERSION == "2.3.0"
+        assert target.describe().startswith(f"{target.name} 2.3.0 (--impl={spec}")
 
 
 def test_ckptconform_never_imports_flinktarget():

@@ -15,8 +15,10 @@ Kinds of bad argument, and the clause that names the error (``ckptconform.clause
   IllegalArgumentException): TypeError or ValueError (BAD-1);
 * ``NEGATIVE``: a negative id where Flink accepts one (savepoints, worker locations):
   ValueError (BAD-3 only; a storage that accepts it is not wrong by Flink's rules);
-* ``NULL_OK``: ``None`` as a scope where Flink takes null as shared (stream creation,
-  can_fast_duplicate): TypeError (BAD-3 only).
+* ``NULL_OK``: ``None`` where Flink takes null: as a scope, which Flink takes as shared (stream
+  creation, can_fast_duplicate), and as the location reference of
+  resolve_checkpoint_storage_location, which Flink's JobManager storage ignores: TypeError
+  (BAD-3 only).
 
 Every value is classified by its operation's ``classify`` (one source of truth for the fixed
 corpus and the hypothesis sample); ``None`` means the value is legal there and is left out.
@@ -158,7 +160,7 @@ def _text_kind(none_legal: bool) -> Callable[[Any], str | None]:
 
 def _reference_kind(value: Any) -> str | None:
     if value is None:
-        return NONE
+        return NULL_OK  # Flink's JobManager storage ignores the reference (ACC9)
     return None if isinstance(value, CheckpointStorageLocationReference) else TYPE
 
 
@@ -288,7 +290,11 @@ class Operation:
     call: Callable[[Any, Any], Any]
     classify: Callable[[Any], str | None]
     values: tuple[Any, ...]
-    #: the capability the method belongs to (the operation is left out without it)
+    #: the capability the method belongs to (the operation is left out without it). duplicate()
+    #: belongs to fast-duplicate: a caller duplicates only what can_fast_duplicate() accepted,
+    #: and a storage without it refuses every duplicate() as unsupported, before it looks at
+    #: the arguments (TOW-7; Flink's NotDuplicatingCheckpointStateToolset and its stream factory
+    #: without toolsets, TO5, S17)
     capability: str | None = None
     #: an answer that is as good as an error (can_fast_duplicate may answer False, as Flink
     #: does for anything that is not a file handle)
@@ -383,12 +389,14 @@ OPERATIONS: tuple[Operation, ...] = (
         lambda w, v: w.factory.duplicate(v, SHARED),
         _handles_kind,
         _HANDLE_LISTS,
+        capability="fast-duplicate",
     ),
     Operation(
         "factory.duplicate([handle of chk-1], scope)",
         lambda w, v: w.factory.duplicate([w.handle], v),
         _scope_kind(none_kind=VALUE),  # Flink: IAE "Unknown state scope"
         _SCOPES,
+        capability="fast-duplicate",
     ),
     Operation(
         "toolset.can_fast_duplicate(handle)",
@@ -402,6 +410,7 @@ OPERATIONS: tuple[Operation, ...] = (
         lambda w, v: w.toolset.duplicate(v),
         _handles_kind,
         _HANDLE_LISTS,
+        capability="fast-duplicate",
     ),
     Operation(
         "state stream (exclusive).write(data)",

@@ -25,6 +25,14 @@ from ckptconform.suite._driver import (
 )
 
 
+def _discard_own_state(completed, written) -> None:
+    """Discard a completed checkpoint's exclusive state and metadata, as Flink does before it
+    disposes the location (MD6): recursive removal of what is left is DIS-2's alone."""
+    for handle, _ in written:
+        handle.discard_state()
+    completed.metadata_handle.discard_state()
+
+
 def _gone(sandbox, handles) -> list[str]:
     """Files of ``handles`` that still exist."""
     return [file_path(h) for h in handles if file_path(h) and sandbox.exists(file_path(h))]
@@ -93,6 +101,7 @@ def test_disposal_is_confined(sandbox, target):
     owned = drv.task_owned(payload(3000, 5))
     aborted = drv.location(3)
     drv.write(drv.worker(3, aborted.location_reference), payload(3000, 6))
+    _discard_own_state(one, w1[:1])
     one.dispose_storage_location()
     aborted.dispose_on_failure()
     msg = fail_message("DIS-3", "dispose checkpoint 1, abort checkpoint 3", sandbox)
@@ -116,6 +125,7 @@ def test_deleting_what_is_gone(sandbox, target):
     if file_path(owned):
         sandbox.backend.raw.rm(sandbox.raw_path(file_path(owned)))
     owned.discard_state()
+    completed.metadata_handle.discard_state()  # Flink's order (MD6): handles, then the directory
     completed.dispose_storage_location()
     completed.dispose_storage_location()
     aborted = drv.location(6)

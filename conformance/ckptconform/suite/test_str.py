@@ -89,20 +89,21 @@ def test_state_size_is_exact(sandbox, target, threshold, scope, size):
 
 
 @pytest.mark.clause("STR-3")
-@pytest.mark.parametrize("writes", [[], [b""], [b"", b""]], ids=["nothing", "empty", "two-empty"])
-def test_empty_stream_gives_none(sandbox, target, writes):
-    """STR-3: close_and_get_handle() with nothing written returns None and leaves no file."""
+def test_empty_stream_gives_none(sandbox, target):
+    """STR-3: close_and_get_handle() with nothing written (or only empty writes) returns None
+    and leaves no file."""
     drv = JobDriver(sandbox, **file_options(target))
     factory = _factory(drv)
     before = files_below(sandbox, sandbox.root)
-    for scope in (EXCLUSIVE, SHARED):
-        stream = factory.create_checkpoint_state_output_stream(scope)
-        for w in writes:
-            stream.write(w)
-        handle = stream.close_and_get_handle()
-        assert handle is None, fail_message(
-            "STR-3", "close_and_get_handle", sandbox, scope=scope, writes=writes, got=handle
-        )
+    for writes in ([], [b""], [b"", b""]):  # one test: a known failure of STR-3 fails it whole
+        for scope in (EXCLUSIVE, SHARED):
+            stream = factory.create_checkpoint_state_output_stream(scope)
+            for w in writes:
+                stream.write(w)
+            handle = stream.close_and_get_handle()
+            assert handle is None, fail_message(
+                "STR-3", "close_and_get_handle", sandbox, scope=scope, writes=writes, got=handle
+            )
     assert files_below(sandbox, sandbox.root) == before, fail_message(
         "STR-3", "empty streams left files", sandbox
     )

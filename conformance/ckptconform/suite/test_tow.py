@@ -53,9 +53,12 @@ def test_coordinator_disposal_keeps_task_owned_state(sandbox, target):
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
     owned = [(drv.task_owned(b), b) for b in (payload(10, 1), payload(30_000, 2))]
-    completed, _ = drv.checkpoint(1, exclusive=[payload(3000)], shared=[payload(3000, 5)])
+    completed, written = drv.checkpoint(1, exclusive=[payload(3000)], shared=[payload(3000, 5)])
     aborted = drv.location(2)
     drv.write(drv.worker(2, aborted.location_reference), payload(3000, 6))
+    # Flink's order (MD6): exclusive state and metadata first; recursive removal is DIS-2's
+    written[0][0].discard_state()
+    completed.metadata_handle.discard_state()
     completed.dispose_storage_location()
     aborted.dispose_on_failure()
     for handle, blob in owned:
