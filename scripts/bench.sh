@@ -2,7 +2,9 @@
 # Benchmarks: set up, then run `ckptconform bench` against the reference storage (local disk
 # and moto's S3 server on 127.0.0.1): throughput against raw fsspec and the disk, the inline
 # path, threads, peak RSS, S3 requests per checkpoint. Writes bench.json, bench.md and bench.png
-# into bench-report/. Extra arguments go to `ckptconform bench` (e.g. --quick, --suite).
+# into bench-report/. Extra arguments go to `ckptconform bench` (e.g. --quick, --suite, or
+# --peer flink: Apache Flink 2.3.0's Java FsCheckpointStreamFactory beside the reference in the
+# same run, timed inside its JVM; needs Java 17 and a JDK).
 # The exit code is non-zero only for requests above the minimum or memory above its bound.
 set -euo pipefail
 cd "$(dirname "$0")/.."

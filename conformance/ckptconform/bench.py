@@ -22,6 +22,12 @@ Figures (``Bench.figures``):
   inline threshold), against the same writes into ``io.BytesIO``.
 - ``threads``: N states written by one thread and by ``threads`` threads at once (local).
 
+With a peer (``--peer flink``, ``ckptconform.bench_peer``), the local leg's write figures and
+the inline figure get a ``flink`` variant, Flink 2.3.0's own ``FsCheckpointStreamFactory``
+timed inside a JVM, one repetition per request, rotated with the other variants like any
+of them, and the ratio ``target / flink``; the write figures also get ``java+fsync`` (the
+JVM's ``FileOutputStream`` with ``getFD().sync()``: what the disk gives Java).
+
 Peak RSS (``ckptconform.bench_rss``), the S3 requests per checkpoint (``requests_per_checkpoint``,
 on ``ckptconform.budget``) and the suite's wall time (``ckptconform.bench_suite``) are measured
 by their own modules. Nothing here imports the reference: the target is reached through
@@ -67,6 +73,9 @@ FSSPEC = "fsspec"
 FSSPEC_FSYNC = "fsspec+fsync"
 DISK = "disk"
 BYTES_IO = "io.BytesIO"
+#: the peer's variants (``ckptconform.bench_peer``: Flink's Java streams, the JVM's fsync)
+PEER = "flink"
+JAVA_FSYNC = "java+fsync"
 
 
 # --------------------------------------------------------------------------- figures
@@ -132,7 +141,8 @@ class Figure:
 
 @dataclass
 class Case:
-    """One variant of a figure: ``run()`` does one repetition and returns its seconds.
+    """One variant of a figure: ``run()`` does one repetition and returns its seconds (None:
+    no sample, e.g. a peer that failed; the figure goes on).
 
     ``prepare``, when set, runs once before the repetitions, untimed (a warm-up, the files a
     read figure reads, a calibration).
@@ -140,7 +150,7 @@ class Case:
 
     figure: Figure
     variant: str
-    run: Callable[[], float]
+    run: Callable[[], float | None]
     prepare: Callable[[], object] | None = None
 
 
@@ -373,21 +383,27 @@ class Plan:
     thread_states: int = 32
     thread_state_size: int = 4 * MIB
     write_buffer_size: int = 4096
+    #: seconds of untimed JIT warm-up of the peer's JVM before its first repetition
+    peer_warmup: float = 2.0
 
 
 class Bench:
     """Builds the figures of a plan on the given legs and runs them interleaved."""
 
-    def __init__(self, plan: Plan, legs: Sequence[Leg], inline: bool) -> None:
+    def __init__(self, plan: Plan, legs: Sequence[Leg], inline: bool, peer: Any = None) -> None:
         self.plan = plan
         self.legs = list(legs)
         self.inline = inline
+        #: a started ``ckptconform.bench_peer.FlinkPeer`` (or a stand-in), or None
+        self.peer = peer
+        self.peer_leg: Leg | None = None
         self.figures: list[Figure] = []
         self.groups: list[list[Case]] = []
         self._cleanup: list[Callable[[], None]] = []
         self.chunk = _chunk(CHUNK)
 
     def build(self) -> None:
+        self._open_peer()
         for leg in self.legs:
             for size in self.plan.sizes:
                 self._write_figure(leg, size)
@@ -415,6 +431,47 @@ class Bench:
             action = self._cleanup.pop()
             with contextlib.suppress(Exception):  # cleanup must not hide the figures
                 action()
+
+    def _open_peer(self) -> None:
+        """Point the peer at the local leg (its factory's directory, threshold, buffer)."""
+        if self.peer is None:
+            return
+        local = next((leg for leg in self.legs if leg.local_dir is not None), None)
+        if not self.legs:
+            self.peer.error = "the target has no file-backed figures to compare with"
+            return
+        if local is None:
+            self.peer.error = "the peer writes to the local file system: add local to --backend"
+            return
+        plan = self.plan
+        try:
+            self.peer.open(
+                os.path.join(os.path.dirname(str(local.local_dir)), PEER),
+                plan.inline_threshold,
+                max(plan.write_buffer_size, plan.inline_threshold),
+            )
+            self.peer.run_probe()
+            self.peer.warm_up(plan.peer_warmup)
+        except Exception as exc:
+            self.peer.error = f"{type(exc).__name__}: {exc}"[:500]
+            return
+        self.peer_leg = local
+
+    def _peer_run(self, run: Callable[[], float]) -> Callable[[], float | None]:
+        """A peer variant's repetition: a failing peer ends its own variants, not the figure
+        (the target's samples stay; the peer's error is reported with the peer)."""
+
+        def attempt() -> float | None:
+            peer = self.peer
+            if peer is None or peer.error:
+                return None
+            try:
+                return run()
+            except Exception as exc:
+                peer.error = f"{type(exc).__name__}: {exc}"[:500]
+                return None
+
+        return attempt
 
     # ------------------------------------------------------------------ builders
 
@@ -484,6 +541,20 @@ class Bench:
                 cases.append(Case(figure, DISK, run_disk))
                 figure.ratios[f"{TARGET} / {DISK}"] = (TARGET, DISK)
             figure.note = "the target fsyncs each state file at close; so does fsspec+fsync"
+            if self.peer is not None and leg is self.peer_leg:
+                peer = self.peer
+                cases.append(
+                    Case(figure, PEER, self._peer_run(lambda: peer.write(size, batch, CHUNK)))
+                )
+                cases.append(
+                    Case(figure, JAVA_FSYNC,
+                         self._peer_run(lambda: peer.raw_write(size, batch, CHUNK)))
+                )  # fmt: skip
+                figure.ratios[f"{TARGET} / {PEER}"] = (TARGET, PEER)
+                figure.note += (
+                    f"; {PEER}: Flink's FsCheckpointStateOutputStream, timed in the JVM; "
+                    f"{JAVA_FSYNC}: the JVM's FileOutputStream + getFD().sync()"
+                )
         if size <= 16 * MIB:  # a warm-up run of each variant (large ones warm up by themselves)
             for case in cases:
                 case.prepare = case.run
@@ -558,8 +629,20 @@ class Bench:
         def run_bytesio() -> float:
             return bytesio_states(pieces, int(figure.amount))
 
-        self._add(figure, [Case(figure, TARGET, run_target, calibrate),
-                           Case(figure, BYTES_IO, run_bytesio)])  # fmt: skip
+        cases = [Case(figure, TARGET, run_target, calibrate), Case(figure, BYTES_IO, run_bytesio)]
+        if self.peer is not None and self.peer_leg is not None:
+            peer = self.peer
+
+            def run_peer() -> float:
+                return peer.inline(plan.inline_size, plan.inline_write, int(figure.amount))
+
+            cases.append(Case(figure, PEER, self._peer_run(run_peer)))
+            figure.ratios[f"{TARGET} / {PEER}"] = (TARGET, PEER)
+            figure.note += (
+                f"; {PEER}: Flink's FsCheckpointStreamFactory (threshold "
+                f"{plan.inline_threshold}), the same states, timed in the JVM"
+            )
+        self._add(figure, cases)
 
     def _threads_figure(self, leg: Leg) -> None:
         plan = self.plan

@@ -1,15 +1,18 @@
 """``ckptconform bench``: a target's throughput and costs side by side with raw fsspec.
 
     ckptconform bench --impl ckptstore [--quick] [--backend local,moto] [--sizes 1,16,256]
-        [--reps 5] [--rss-size 1024] [--threads 8] [--suite] [--out DIR]
+        [--reps 5] [--rss-size 1024] [--threads 8] [--suite] [--peer flink] [--out DIR]
 
 One run measures, with interleaved repetitions (``ckptconform.bench``): file-backed writes and
 reads against raw fsspec with the same durability and the disk's own limit, the inline path
 against ``io.BytesIO``, 8 threads against 1, the peak RSS of one large stream (in a child
 process, ``ckptconform.bench_rss``), the S3 requests per checkpoint against the minimum (the
 budget workload on the ledger, ``ckptconform.budget``) and, with ``--suite``, the suite's wall
-time per leg. It prints a table and writes ``bench.json``, ``bench.md`` and ``bench.png`` into
-``--out``.
+time per leg. With ``--peer flink``, Apache Flink 2.3.0's own Java ``FsCheckpointStreamFactory``
+runs the local file-backed writes and the inline path in the same run, timed inside its JVM
+(``ckptconform.bench_peer``), beside the target with the ratio target / Flink; without Java 17,
+a JDK or Flink's jars, one sentence says why and the rest of the bench runs. It prints a table
+and writes ``bench.json``, ``bench.md`` and ``bench.png`` into ``--out``.
 
 Targets (``ckptconform.bench_targets``) are shown with pass/miss, the ratio and its spread. The
 exit code is 1 only when a figure that does not depend on machine noise misses: requests per
@@ -44,6 +47,7 @@ QUICK: dict[str, Any] = {
     "tasks": 4,
     "checkpoints": 2,
     "inline_seconds": 0.15,
+    "peer_warmup": 1.0,
 }
 FULL: dict[str, Any] = {
     "sizes": "1,16,256",
@@ -53,6 +57,7 @@ FULL: dict[str, Any] = {
     "tasks": 8,
     "checkpoints": 3,
     "inline_seconds": 0.3,
+    "peer_warmup": 2.0,
 }
 #: capabilities that mean a target writes state into files
 FILE_CAPABILITIES = frozenset({"file-layout", "inline-state"})
@@ -113,6 +118,13 @@ def _parser() -> argparse.ArgumentParser:
         "--suite",
         action="store_true",
         help="also time the conformance suite per leg (ci profile; slow: minutes)",
+    )
+    parser.add_argument(
+        "--peer",
+        choices=["flink"],
+        help="also run the same shapes through Apache Flink 2.3.0's Java "
+        "FsCheckpointStreamFactory, timed inside the JVM (local writes, inline path; needs "
+        "Java 17 and a JDK; Flink's jars are fetched with pip into the cache on first use)",
     )
     parser.add_argument("--out", default="bench-report", help="output directory (bench-report)")
     parser.add_argument("--no-plot", action="store_true", help="write no bench.png")
@@ -195,6 +207,7 @@ def _run(options: argparse.Namespace) -> int:
         threads=options.threads,
         thread_states=options.thread_states,
         write_buffer_size=options.write_buffer_size,
+        peer_warmup=options.peer_warmup,
     )
     document: dict[str, Any] = {
         "format": "ckptconform-bench/1",
@@ -211,10 +224,15 @@ def _run(options: argparse.Namespace) -> int:
         "rss": [],
         "requests": None,
         "suite": None,
+        "peer": None,
     }
+    peer = _start_peer(options.peer) if options.peer else None
+    if isinstance(peer, str):
+        document["peer"] = {"name": options.peer, "skipped": peer}
+        peer = None
     try:
         legs = _open_legs(options, pool, target, inline, files, document)
-        bench = Bench(plan, legs if files else [], inline)
+        bench = Bench(plan, legs if files else [], inline, peer=peer)
         bench.build()
         rss_jobs = _rss_jobs(options, legs, target) if files and not options.no_rss else []
         ledger_leg = next((leg for leg in legs if leg.backend.ledger is not None), None)
@@ -229,9 +247,13 @@ def _run(options: argparse.Namespace) -> int:
                 progress.advance("S3 requests per checkpoint")
             if suite_legs:
                 document["suite"] = _time_suite(options.impl, suite_legs, progress)
+        if peer is not None:
+            document["peer"] = peer.describe()
         for leg in legs:
             leg.close()
     finally:
+        if peer is not None:
+            peer.close()
         pool.stop_all()
     document["machine"]["load_average_after"] = (
         [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else []
@@ -259,6 +281,19 @@ def _run(options: argparse.Namespace) -> int:
     for error in errors:
         print(f"GATE FAILED: {error}")
     return 0 if document["gate"]["passed"] else 1
+
+
+def _start_peer(name: str) -> Any:
+    """The started peer, or the one sentence why it cannot run (printed at once)."""
+    from ckptconform.bench_peer import FlinkPeer, PeerUnavailableError
+
+    print(f"ckptconform bench: starting the {name} peer (a JVM)", file=sys.stderr)
+    try:
+        return FlinkPeer().start()
+    except PeerUnavailableError as exc:
+        reason = str(exc)
+    print(f"ckptconform bench: {reason} The bench runs without the peer.", file=sys.stderr)
+    return reason
 
 
 def target_options(

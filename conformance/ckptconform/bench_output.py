@@ -109,6 +109,7 @@ def sections(document: Mapping[str, Any], checks: Sequence[Check]) -> list[Secti
         found.append(
             ("Ratios per repetition", ("figure", "ratio", "median", "min..max"), ratio_rows)
         )
+    found += peer_sections(document)
     rss_rows: list[Row] = []
     for entry in document.get("rss", []):
         if entry.get("error"):
@@ -192,6 +193,65 @@ def sections(document: Mapping[str, Any], checks: Sequence[Check]) -> list[Secti
         found.append(("Targets", ("figure", "value (min..max)", "target", "verdict", "gated"),
                       check_rows))  # fmt: skip
     return found
+
+
+PEER_VARIANT = "flink"
+JAVA_FSYNC = "java+fsync"
+
+
+def peer_sections(document: Mapping[str, Any]) -> list[Section]:
+    """``--peer flink``: the target's and Flink's medians side by side, the ratio target /
+    Flink per repetition, and what Flink is and syncs (or why the peer did not run)."""
+    peer = document.get("peer")
+    if not peer:
+        return []
+    about: list[Row] = []
+    if peer.get("skipped"):
+        about.append(("not run", str(peer["skipped"])))
+    else:
+        about.append(
+            ("Flink", f"{peer.get('flink')} on Java {peer.get('java')} ({peer.get('vm')})")
+        )
+        about.append(("measured", str(peer.get("what", ""))))
+        about.append(
+            ("factory", f"file state threshold {peer.get('threshold')}, write buffer "
+                        f"{peer.get('write_buffer')}")
+        )  # fmt: skip
+        about.append(("what Flink syncs", str(peer.get("syncs", ""))))
+        if peer.get("error"):
+            about.append(("ERROR", str(peer["error"])))
+    found: list[Section] = [(f"Peer: {peer.get('name', PEER_VARIANT)}", ("what", "value"), about)]
+    rows: list[Row] = []
+    for figure in document.get("figures", []):
+        values = figure.get("values", {})
+        if figure.get("error") or PEER_VARIANT not in values or "target" not in values:
+            continue
+        ratio = figure.get("ratios", {}).get(f"target / {PEER_VARIANT}")
+        java = values.get(JAVA_FSYNC)
+        rows.append(
+            (
+                figure["label"],
+                _median_spread(values["target"]),
+                _median_spread(values[PEER_VARIANT]),
+                f"{number(ratio['median'])}x ({spread(ratio)})" if ratio else "-",
+                _median_spread(java) if java else "-",
+                figure["unit"],
+            )
+        )
+    if rows:
+        target = document.get("target", {}).get("name", "target")
+        found.append(
+            (
+                f"{target} vs Flink {peer.get('flink')} in the same run (medians, min..max)",
+                ("figure", "target", "flink", "target / flink", JAVA_FSYNC, "unit"),
+                rows,
+            )
+        )
+    return found
+
+
+def _median_spread(value: Mapping[str, Any]) -> str:
+    return f"{number(value['median'])} ({spread(value)})"
 
 
 def _header(document: Mapping[str, Any]) -> str:

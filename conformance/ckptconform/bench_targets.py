@@ -12,6 +12,7 @@ figure                                         target                           
 =============================================  =====================================  =====
 file-backed write, read (every size and leg)   >= 0.95 x raw fsspec, same durability  no
 inline path                                    >= 100k states/s; <= 5 x io.BytesIO    no
+inline path, ``--peer flink`` (stretch)        >= 1 x Flink's Java, same run          no
 ``threads`` threads vs 1 (local)               >= 1.5 x                               no
 peak RSS writing one large stream              <= write buffer + 64 MiB               yes
 S3 requests per checkpoint                     = the minimum (0 above it)             yes
@@ -29,6 +30,7 @@ from ckptconform.bench_stats import AT_LEAST, AT_MOST, Check, Goal, Summary, che
 __all__ = [
     "INLINE_COST",
     "INLINE_RATE",
+    "INLINE_VS_FLINK",
     "RSS_HEADROOM",
     "SUITE_SECONDS",
     "SUITE_SECONDS_WITH_SPARK",
@@ -42,6 +44,8 @@ MIB = 1 << 20
 THROUGHPUT_RATIO = 0.95
 INLINE_RATE = 100_000.0
 INLINE_COST = 5.0
+#: the stretch target of the inline path: at least Flink's Java in the same run (--peer flink)
+INLINE_VS_FLINK = 1.0
 THREADS_SPEEDUP = 1.5
 #: peak RSS of one stream: at most its write buffer plus this
 RSS_HEADROOM = 64 * MIB
@@ -132,6 +136,14 @@ def _figure_checks(figure: Mapping[str, Any]) -> list[Check]:
                     f"{figure['label']}: cost relative to {figure['baseline']}",
                     Summary.from_json(ratios[cost]),
                     Goal(AT_MOST, INLINE_COST, "x"),
+                )
+            )
+        if "target / flink" in ratios:
+            found.append(
+                check(
+                    f"{figure['label']}: target / flink (stretch)",
+                    Summary.from_json(ratios["target / flink"]),
+                    Goal(AT_LEAST, INLINE_VS_FLINK, "x"),
                 )
             )
     elif group == "threads":
