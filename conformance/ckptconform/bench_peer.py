@@ -4,7 +4,7 @@ The peer is a small Java driver (``ckptconform/data/FlinkStreamBench.java``) tha
 Flink's own ``FsCheckpointStreamFactory`` (``createCheckpointStateOutputStream(EXCLUSIVE)``,
 an ``FsCheckpointStateOutputStream``) and times it inside the JVM (``System.nanoTime``), so
 neither the pipe nor Python is in Flink's figures. It is compiled with ``javac`` at first use
-into the cache directory of Flink's jars (``flinktarget.jars``: the jars of the
+into the cache directory of Flink's jars (``ckptconform.flink_jars``: the jars of the
 ``apache-flink-libraries`` 2.3.0 wheel, fetched with pip on first use) and runs as one JVM for
 the whole bench, answering one command per line with one JSON object per line.
 
@@ -23,9 +23,8 @@ before closing it (FLINK-36421, merged for Flink 2.0; seen in 2.3.0's bytecode),
 file-backed state is fsync-ed, as the reference does; inline state writes no file. The
 comparison is therefore at the same durability; ``sync_note`` words what the probe found.
 
-``flinktarget`` is imported lazily and read only: without it, Java 17, a ``javac`` or Flink's
-jars, ``FlinkPeer.start`` raises ``PeerUnavailableError`` with one sentence, and the bench runs
-without the peer.
+Without Java 17, a ``javac`` or Flink's jars, ``FlinkPeer.start`` raises
+``PeerUnavailableError`` with one sentence, and the bench runs without the peer.
 """
 
 from __future__ import annotations
@@ -174,13 +173,7 @@ class FlinkPeer:
     def start(self) -> FlinkPeer:
         """Compile the driver if needed and start the JVM; ``PeerUnavailableError`` if not."""
         java = _java()
-        try:
-            from flinktarget import jars
-        except ImportError:
-            raise PeerUnavailableError(
-                "--peer flink needs the flinktarget package (targets/flinktarget of this "
-                "repository, installed with it), which is not importable here."
-            ) from None
+        from ckptconform import flink_jars as jars
         from ckptconform.java import java_major_version
 
         major = java_major_version()

@@ -253,7 +253,6 @@ def test_a_peer_that_did_not_run_says_why():
 
 
 def test_without_java_one_sentence(tmp_path, monkeypatch):
-    pytest.importorskip("flinktarget.jars", reason="flinktarget is not installed")
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(PeerUnavailableError) as caught:
@@ -262,12 +261,6 @@ def test_without_java_one_sentence(tmp_path, monkeypatch):
     assert message == (
         "--peer flink needs Java 17 or newer on the PATH (or in JAVA_HOME); no java was found."
     )
-
-
-def test_without_flinktarget_one_sentence(monkeypatch):
-    monkeypatch.setitem(sys.modules, "flinktarget", None)  # import fails
-    with pytest.raises(PeerUnavailableError, match=r"needs the flinktarget package.*\.$"):
-        FlinkPeer().start()
 
 
 def _run_bench(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Any:
@@ -299,10 +292,7 @@ def test_the_bench_runs_without_the_peer_when_java_is_missing(tmp_path):
 
 
 def _real_peer_reason() -> str | None:
-    try:
-        from flinktarget import jars
-    except ImportError:
-        return "flinktarget is not installed"
+    from ckptconform import flink_jars as jars
     from ckptconform.java import java_major_version
 
     major = java_major_version()
