@@ -131,10 +131,11 @@ OPTIONS: dict[str, Option] = {
             ">= 1 bytes (the suite passes 1, 31, 64 and 4096)",
             "The size of a stream's write buffer (Flink's state.storage.fs.write-buffer-size). "
             "A storage without a write buffer accepts and ignores it; the clauses check the "
-            "inline threshold and tell() across buffer boundaries, never the buffer itself.",
+            "inline threshold and tell() across buffer boundaries, and STR-11 that bytes beyond "
+            "the buffer reach the file as they are written.",
             "inline-state",
-            "with inline_threshold, in INL-1/INL-3's test (some examples) and, when the target "
-            "claims inline-state, in STR-4's test.",
+            "with inline_threshold, in INL-1/INL-3's test (some examples), STR-11's test and, "
+            "when the target claims inline-state, in STR-4's test.",
         ),
         Option(
             "entropy_key",
@@ -353,6 +354,15 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "as_bytes_if_in_memory() of a handle returns either None or exactly the state's bytes, and "
      "None for handles that name a file (Flink H4).",
      ("H4",)),
+    ("STR-11", "SHOULD", ("inline-state",), "state beyond the write buffer reaches the file",
+     "Once more bytes are written to a stream than its write_buffer_size holds, the bytes beyond "
+     "the buffer are in the stream's file before close_and_get_handle() (so a stream holds at "
+     "most its buffer in memory, whatever the state's size), and flush() sends the buffered "
+     "bytes to the file once more than the inline threshold is written. Checked on file "
+     "systems whose files show their bytes before they are closed (the local leg); object "
+     "stores commit a file whole (Flink S5, S6, S8, S9: the buffer is written to the file "
+     "whenever it is full).",
+     ("S5", "S6", "S8", "S9")),
     # ------------------------------------------------------------------ INL
     ("INL-1", "MUST", ("inline-state",), "small state stays inline",
      "State of at most `threshold` bytes, written in writes each smaller than the threshold, is "

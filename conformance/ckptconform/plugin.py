@@ -54,7 +54,8 @@ _MARKERS = (
     "requires(*capabilities): capabilities a test needs besides its clauses'; unclaimed -> skip.",
     "options(*keys): option keys a test passes to make_storage whatever the target claims "
     "(ckptconform.clauses.OPTIONS); not declared by a target that declares options -> skip.",
-    "backend_traits(object_store=None, cross_process=None, ledger=None): "
+    "backend_traits(object_store=None, cross_process=None, shows_unclosed_files=None, "
+    "ledger=None): "
     "skip on backends without these traits.",
 )
 

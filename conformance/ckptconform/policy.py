@@ -39,6 +39,7 @@ SPARK_LEG = "spark"
 TRAITS: Mapping[str, str] = {
     "object_store": "object_store",
     "cross_process": "cross_process",
+    "shows_unclosed_files": "shows_unclosed_files",
     "ledger": "has_ledger",
 }
 

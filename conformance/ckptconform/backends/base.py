@@ -13,7 +13,9 @@ name registered in the entry-point group ``ckptconform.backends``): subclass ``B
   scheme targets see; a target whose ``schemes`` lack it skips the leg with that reason);
 - set the traits the clauses read: ``object_store`` (no real directories: the coordinator
   creates none, LAY-6), ``cross_process`` (other processes see the data: SER-4 and the Spark
-  leg run), ``has_ledger`` (``self.ledger`` is a ``ckptconform.ledger.RequestLedger`` once
+  leg run), ``shows_unclosed_files`` (a file's bytes can be read while its writer is still
+  open, as on a POSIX file system: STR-11 runs), ``has_ledger`` (``self.ledger`` is a
+  ``ckptconform.ledger.RequestLedger`` once
   started: request-counting clauses run), ``accepts_any_credentials`` (tests may sign with
   made-up keys);
 - implement ``_start`` (set ``self._fs``, the raw fsspec file system the suite inspects with,
@@ -24,7 +26,8 @@ name registered in the entry-point group ``ckptconform.backends``): subclass ``B
   differently from the URLs.
 
 The shipped legs: ``local`` (``file://`` under a temporary directory; directories; other
-processes see it), ``memory`` (fsspec's shared in-process memory file system, inspected through
+processes see it; files show their bytes while they are written),
+``memory`` (fsspec's shared in-process memory file system, inspected through
 fsspec: an implementation must store into that same file system to pass there; it has real
 directories, and no other process sees it), ``moto`` (moto's S3 server on 127.0.0.1 behind the
 ledger; an object store; any credentials), ``s3rver`` (the npm S3 server, behind the counting
@@ -75,6 +78,9 @@ class Backend:
     object_store: ClassVar[bool] = False
     #: True when another process sees the data (memory:// is per process).
     cross_process: ClassVar[bool] = True
+    #: True when a file's bytes can be read while its writer is still open (POSIX files; not
+    #: object stores or fsspec's memory file system, which commit a file when it is closed).
+    shows_unclosed_files: ClassVar[bool] = False
     #: True when the backend records requests (``self.ledger`` is set once started).
     has_ledger: ClassVar[bool] = False
     #: True when the server accepts any credentials (moto): tests may sign with made-up keys.

@@ -16,6 +16,7 @@ class LocalBackend(Backend):
     scheme = "file"
     object_store = False
     cross_process = True
+    shows_unclosed_files = True
 
     _dir: Path | None = None
 

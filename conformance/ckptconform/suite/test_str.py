@@ -143,9 +143,14 @@ def test_tell_counts_every_byte(sandbox, target, data, size):
 
 @pytest.mark.clause("STR-5")
 @pytest.mark.parametrize("ending", ["close", "close_and_get_handle"])
-def test_use_after_close_fails(sandbox, target, ending):
-    """STR-5: after close() or close_and_get_handle(), write and close_and_get_handle raise."""
-    drv = JobDriver(sandbox, **file_options(target))
+@pytest.mark.parametrize("placement", ["file", "inline"])
+def test_use_after_close_fails(sandbox, target, ending, placement):
+    """STR-5: after close() or close_and_get_handle(), write and close_and_get_handle raise.
+
+    Both for state that went to a file and for state that stayed inline (the default options):
+    the two paths end a stream differently.
+    """
+    drv = JobDriver(sandbox, **(file_options(target) if placement == "file" else {}))
     factory = _factory(drv)
     for scope in (EXCLUSIVE, SHARED):
         stream = factory.create_checkpoint_state_output_stream(scope)
@@ -154,7 +159,9 @@ def test_use_after_close_fails(sandbox, target, ending):
             stream.close()
         else:
             stream.close_and_get_handle()
-        assert stream.closed, fail_message("STR-5", f"closed after {ending}", sandbox, scope=scope)
+        assert stream.closed, fail_message(
+            "STR-5", f"closed after {ending}", sandbox, scope=scope, placement=placement
+        )
         expect_error(
             CLOSED_ERRORS,
             "STR-5",
@@ -276,6 +283,60 @@ def test_flush_keeps_stream_open(sandbox, target):
     assert read_handle(handle) == b"".join(parts), fail_message(
         "STR-9", "write/flush repeatedly", sandbox, sizes=[len(p) for p in parts]
     )
+
+
+#: What the file library may hold back on top of the stream's own buffer (Python's io buffer
+#: is 8 KiB; Java's FileOutputStream holds nothing).
+LIBRARY_SLACK = 64 * 1024
+
+
+@pytest.mark.clause("STR-11")
+@pytest.mark.options("inline_threshold", "write_buffer_size")
+@pytest.mark.backend_traits(shows_unclosed_files=True)
+def test_state_beyond_the_buffer_reaches_the_file(sandbox, target):
+    """STR-11: bytes beyond the write buffer are in the stream's file before close_and_get_handle(); flush() sends the buffered bytes to the file once more than the inline threshold is written."""  # noqa: E501
+    buffer, threshold = 4096, 1024
+    drv = JobDriver(sandbox, inline_threshold=threshold, write_buffer_size=buffer)
+    factory = _factory(drv)
+
+    def new_files(before: list[str]) -> dict[str, int]:
+        raw = sandbox.backend.raw
+        return {p: int(raw.size(p)) for p in files_below(sandbox, sandbox.root) if p not in before}
+
+    before = files_below(sandbox, sandbox.root)
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    try:
+        data = payload(512 * 1024)
+        write_chunks(stream, data, [1000])
+        sizes = list(new_files(before).values())
+        in_file = len(sizes) == 1 and sizes[0] >= len(data) - buffer - LIBRARY_SLACK
+        assert in_file, fail_message(
+            "STR-11",
+            "bytes beyond the write buffer are not in the stream's file before the handle",
+            sandbox,
+            written=len(data),
+            write_buffer_size=buffer,
+            new_files=sizes,
+        )
+    finally:
+        stream.close()
+
+    before = files_below(sandbox, sandbox.root)
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    try:
+        stream.write(payload(threshold + 500, seed=5))
+        stream.flush()
+        sizes = list(new_files(before).values())
+        assert sizes == [threshold + 500], fail_message(
+            "STR-11",
+            "flush() with more than the threshold buffered did not send it to the file",
+            sandbox,
+            written=threshold + 500,
+            inline_threshold=threshold,
+            new_files=sizes,
+        )
+    finally:
+        stream.close()
 
 
 @pytest.mark.clause("STR-10")
