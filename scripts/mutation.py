@@ -30,6 +30,7 @@ Usage::
     python scripts/mutation.py --impl=ckptstore-jobmanager --modules 'jobmanager_*.py'
     python scripts/mutation.py --report-only           # rebuild the report from the last run
     python scripts/mutation.py --report-only --merge   # over every leg configuration run
+    python scripts/mutation.py --rerun-survivors       # after adding tests
 """
 
 from __future__ import annotations
@@ -235,13 +236,39 @@ def merge(runs: list[list[Mutant]]) -> list[Mutant]:
     return sorted(best.values(), key=lambda m: m.name)
 
 
-def mutant_diff(workdir: Path, name: str) -> str:
-    out = mutmut(workdir, "show", name, capture=True)
-    return "\n".join(
-        line
-        for line in out.splitlines()
-        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+_DIFFS = """
+import json, sys
+from mutmut.__main__ import find_mutant, get_diff_for_mutant
+diffs = {}
+for name in json.load(sys.stdin):
+    diffs[name] = get_diff_for_mutant(name, path=find_mutant(name).path)
+print(json.dumps(diffs))
+"""
+
+
+def mutant_diffs(workdir: Path, names: list[str]) -> dict[str, str]:
+    """The changed lines of each mutant (one mutmut process for all, not one per mutant)."""
+    if not names:
+        return {}
+    result = subprocess.run(
+        [sys.executable, "-c", _DIFFS],
+        cwd=workdir,
+        env=environment(workdir),
+        input=json.dumps(names),
+        check=False,
+        text=True,
+        capture_output=True,
     )
+    if result.returncode != 0:
+        raise SystemExit(f"reading the mutants' diffs failed:\n{result.stderr[-2000:]}")
+    return {
+        name: "\n".join(
+            line
+            for line in diff.splitlines()
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        )
+        for name, diff in json.loads(result.stdout.splitlines()[-1]).items()
+    }
 
 
 def load_excuses(kind: str) -> list[dict[str, str]]:
@@ -261,10 +288,12 @@ def classify(mutants: list[Mutant]) -> list[str]:
     entries = {entry["mutant"]: entry for entry in load_excuses("equivalent")}
     outside = {entry["function"]: entry["why"] for entry in load_excuses("outside_contract")}
     stale = []
-    for mutant in mutants:
-        if mutant.status in KILLED:
-            continue
-        mutant.diff = mutant_diff(mutant.workdir, mutant.name)
+    survivors = [m for m in mutants if m.status not in KILLED]
+    diffs: dict[str, str] = {}
+    for workdir in {m.workdir for m in survivors}:
+        diffs.update(mutant_diffs(workdir, [m.name for m in survivors if m.workdir == workdir]))
+    for mutant in survivors:
+        mutant.diff = diffs.get(mutant.name, "")
         mutant.outside = outside.get(mutant.name.rpartition("__mutmut_")[0], "")
         entry = entries.pop(mutant.name, None)
         if entry is None:
@@ -274,7 +303,12 @@ def classify(mutants: list[Mutant]) -> list[str]:
         else:
             stale.append(f"{mutant.name}: its diff changed; review the entry")
     known = {m.name for m in mutants}
-    stale += [f"{name}: no such mutant any more" for name in entries if name in known]
+    stale += [
+        f"{name}: killed now, the entry is not needed"
+        if name in known
+        else f"{name}: no such mutant any more"
+        for name in entries
+    ]
     return stale
 
 
@@ -343,6 +377,12 @@ def main(argv: list[str] | None = None) -> int:
         "--report-only", action="store_true", help="no run: the report of the last run(s)"
     )
     parser.add_argument(
+        "--rerun-survivors",
+        action="store_true",
+        help="test again the mutants that survived the last run (after tests were added: "
+        "mutmut reruns a mutant only when its function changes)",
+    )
+    parser.add_argument(
         "--merge",
         action="store_true",
         help="report over every leg configuration run so far (.mutation/*): a mutant killed "
@@ -353,7 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.impl != "ckptstore":
         legs = f"{args.impl}@{legs}"
     workdir = (args.workdir or ROOT / ".mutation" / legs).resolve()
-    if not args.report_only:
+    if args.rerun_survivors:
+        prepare(workdir, args.modules, args.backend, args.impl)
+        names = [m.name for m in read_results(workdir) if m.status not in KILLED]
+        if names:
+            mutmut(workdir, "run", "--max-children", str(args.max_children), *names)
+    elif not args.report_only:
         prepare(workdir, args.modules, args.backend, args.impl)
         mutmut(workdir, "run", "--max-children", str(args.max_children))
     workdirs = [workdir]
