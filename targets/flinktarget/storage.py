@@ -31,7 +31,7 @@ import io
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Self, cast
 
 from ckptstore.api import (
     ByteStreamStateHandle,
@@ -406,8 +406,8 @@ class ForeignJavaStateHandle:
 # --------------------------------------------------------------------------- streams
 
 
-class FlinkStateOutputStream:
-    """Flink's ``CheckpointStateOutputStream``: every ``write`` is one Java ``write(byte[])``."""
+class _JavaOutputStream:
+    """What both of Flink's output streams share: writes, position, state and close."""
 
     def __init__(self, java_stream: Any, what: str) -> None:
         self._java = java_stream
@@ -431,67 +431,35 @@ class FlinkStateOutputStream:
     def closed(self) -> bool:
         with java_errors(f"isClosed of {self._what}"):
             return bool(self._java.isClosed())
+
+    def close(self) -> None:
+        with java_errors(f"close {self._what}"):
+            self._java.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._what})"
+
+
+class FlinkStateOutputStream(_JavaOutputStream):
+    """Flink's ``CheckpointStateOutputStream``: every ``write`` is one Java ``write(byte[])``."""
 
     def close_and_get_handle(self) -> StreamStateHandle | None:
         with java_errors(f"closeAndGetHandle of {self._what}"):
             return _handle_from_java(self._java.closeAndGetHandle())
 
-    def close(self) -> None:
-        with java_errors(f"close {self._what}"):
-            self._java.close()
 
-    def __enter__(self) -> FlinkStateOutputStream:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"FlinkStateOutputStream({self._what})"
-
-
-class FlinkMetadataOutputStream:
+class FlinkMetadataOutputStream(_JavaOutputStream):
     """Flink's ``CheckpointMetadataOutputStream`` (``_metadata``)."""
-
-    def __init__(self, java_stream: Any, what: str) -> None:
-        self._java = java_stream
-        self._what = what
-
-    def write(self, data: bytes | bytearray | memoryview, /) -> int:
-        payload = _bytes(data)
-        with java_errors(f"write to {self._what}"):
-            self._java.write(payload)
-        return len(payload)
-
-    def flush(self) -> None:
-        with java_errors(f"flush {self._what}"):
-            self._java.flush()
-
-    def tell(self) -> int:
-        with java_errors(f"getPos of {self._what}"):
-            return int(self._java.getPos())
-
-    @property
-    def closed(self) -> bool:
-        with java_errors(f"isClosed of {self._what}"):
-            return bool(self._java.isClosed())
 
     def close_and_finalize_checkpoint(self) -> FlinkCompletedLocation:
         with java_errors(f"closeAndFinalizeCheckpoint of {self._what}"):
             return FlinkCompletedLocation(self._java.closeAndFinalizeCheckpoint())
-
-    def close(self) -> None:
-        with java_errors(f"close {self._what}"):
-            self._java.close()
-
-    def __enter__(self) -> FlinkMetadataOutputStream:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"FlinkMetadataOutputStream({self._what})"
 
 
 # --------------------------------------------------------------------------- factories
