@@ -156,17 +156,11 @@ def py4j_jar() -> str | None:
 
 def java_unavailable_reason(environ: dict[str, str] | None = None) -> str | None:
     """None when a Java that runs Flink 2.3.0 is here, else the one sentence that says why not."""
-    from ckptconform.java import java_major_version
+    from ckptconform import java
 
-    requirement = (
-        f"The flink target needs Java {MINIMUM_JAVA} or newer on the PATH (or in JAVA_HOME)"
+    return java.java_unavailable_reason(
+        f"The flink target needs Java {MINIMUM_JAVA} or newer", MINIMUM_JAVA, environ
     )
-    major = java_major_version(environ)
-    if major is None:
-        return f"{requirement}; no java was found."
-    if major < MINIMUM_JAVA:
-        return f"{requirement}; found Java {major}."
-    return None
 
 
 def unavailable_reason(*, download: bool = False) -> str | None:

@@ -12,7 +12,13 @@ import re
 import shutil
 import subprocess
 
-__all__ = ["JAVA_REQUIREMENT", "MINIMUM_JAVA", "java_major_version", "spark_unavailable_reason"]
+__all__ = [
+    "JAVA_REQUIREMENT",
+    "MINIMUM_JAVA",
+    "java_major_version",
+    "java_unavailable_reason",
+    "spark_unavailable_reason",
+]
 
 MINIMUM_JAVA = 17
 JAVA_REQUIREMENT = f"Spark needs Java {MINIMUM_JAVA} or newer"
@@ -49,11 +55,18 @@ def java_major_version(environ: dict[str, str] | None = None) -> int | None:
     return int(match["minor"] or 0) if major == 1 else major
 
 
-def spark_unavailable_reason(environ: dict[str, str] | None = None) -> str | None:
-    """None when Spark can run here, else the one sentence that says why not."""
+def java_unavailable_reason(
+    requirement: str, minimum: int, environ: dict[str, str] | None = None
+) -> str | None:
+    """None when Java ``minimum`` or newer is here, else one sentence: ``requirement``, why not."""
     major = java_major_version(environ)
     if major is None:
-        return f"{JAVA_REQUIREMENT} on the PATH (or in JAVA_HOME); no java was found."
-    if major < MINIMUM_JAVA:
-        return f"{JAVA_REQUIREMENT} on the PATH (or in JAVA_HOME); found Java {major}."
+        return f"{requirement} on the PATH (or in JAVA_HOME); no java was found."
+    if major < minimum:
+        return f"{requirement} on the PATH (or in JAVA_HOME); found Java {major}."
     return None
+
+
+def spark_unavailable_reason(environ: dict[str, str] | None = None) -> str | None:
+    """None when Spark can run here, else the one sentence that says why not."""
+    return java_unavailable_reason(JAVA_REQUIREMENT, MINIMUM_JAVA, environ)
