@@ -228,9 +228,9 @@ class FsCheckpointStorageAccess(
         """A stream into ``taskowned/``; absolute handles, inline threshold applies (ACC10)."""
         settings = self._task_owned_settings
         if settings is None:
-            settings = self._task_owned_settings = StreamSettings.validated(
+            settings = self._task_owned_settings = StreamSettings.of(
                 self._task_owned_dir,
-                buffer_size=max(self._buffer_size, self._threshold),
+                capacity=max(self._buffer_size, self._threshold),
                 threshold=self._threshold,
                 fs_token=self._token,
                 allow_relative_paths=False,

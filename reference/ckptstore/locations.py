@@ -84,9 +84,9 @@ class FsCheckpointStreamFactory:
         self._fs_token = fs_token
         self._entropy = entropy
         self._stream_settings = {
-            scope: StreamSettings.validated(
+            scope: StreamSettings.of(
                 exclusive_dir if scope is CheckpointedStateScope.EXCLUSIVE else shared_dir,
-                buffer_size=self._buffer_size,
+                capacity=self._buffer_size,
                 threshold=file_state_threshold,
                 fs_token=fs_token,
                 allow_relative_paths=scope is CheckpointedStateScope.EXCLUSIVE,

@@ -52,10 +52,6 @@ def check_state_size(size: int, max_size: int) -> None:
         )
 
 
-def _as_bytes_view(data: object) -> memoryview:
-    return require_bytes(data)
-
-
 class MemoryCheckpointOutputStream:
     """A state stream that buffers in memory and yields an inline handle (MEM4).
 
@@ -68,8 +64,7 @@ class MemoryCheckpointOutputStream:
 
     def __init__(self, max_size: int) -> None:
         self._max_size = require_int(max_size, "max state size", minimum=1, maximum=JAVA_INT_MAX)
-        self._buffer: io.BytesIO | None = io.BytesIO()
-        self._closed = False
+        self._buffer: io.BytesIO | None = io.BytesIO()  # None once closed
         self._lock = threading.Lock()
 
     @property
@@ -78,15 +73,14 @@ class MemoryCheckpointOutputStream:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._buffer is None
 
     def write(self, data: bytes | bytearray | memoryview, /) -> int:
-        if data.__class__ is not bytes:
-            data = _as_bytes_view(data)
+        view = require_bytes(data)
         buffer = self._buffer
-        if self._closed or buffer is None:
+        if buffer is None:
             raise StreamClosedError("Cannot write: the memory checkpoint stream is closed")
-        return buffer.write(data)
+        return buffer.write(view)
 
     def flush(self) -> None:
         """Nothing to flush: the bytes stay in memory until the handle is taken."""
@@ -96,7 +90,7 @@ class MemoryCheckpointOutputStream:
 
     def tell(self) -> int:
         buffer = self._buffer
-        if self._closed or buffer is None:
+        if buffer is None:
             raise StreamClosedError("Cannot tell: the memory checkpoint stream is closed")
         return buffer.tell()
 
@@ -104,9 +98,8 @@ class MemoryCheckpointOutputStream:
         """Close the stream and return the written bytes; MEM5 size check applies."""
         with self._lock:
             buffer = self._buffer
-            if self._closed or buffer is None:
+            if buffer is None:
                 raise StreamClosedError("Stream has already been closed and discarded.")
-            self._closed = True
             self._buffer = None
         data = buffer.getvalue()
         check_state_size(len(data), self._max_size)
@@ -120,7 +113,6 @@ class MemoryCheckpointOutputStream:
 
     def close(self) -> None:
         with self._lock:
-            self._closed = True
             self._buffer = None
 
     def __enter__(self) -> MemoryCheckpointOutputStream:
@@ -130,7 +122,7 @@ class MemoryCheckpointOutputStream:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"{self.tell()} bytes"
+        state = "closed" if self._buffer is None else f"{self.tell()} bytes"
         return f"MemoryCheckpointOutputStream(max_size={self._max_size}, {state})"
 
 

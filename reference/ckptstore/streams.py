@@ -14,11 +14,12 @@ own (its random name is used by nobody else; the answer to a committed upload wa
 the retry refused), so the handle is returned; no object means nothing to delete.
 
 Concurrency (S16): I/O operations (write, flush, close_and_get_handle) hold an I/O lock;
-``close()`` never waits for a slow one. If an operation is in progress, ``close()`` marks
-the stream closed and leaves a discard request that the operation carries out when it ends
-(a ``close_and_get_handle`` in progress wins: ``close()`` after it does nothing). A write
-that only appends to the buffer does no I/O and takes no lock (a stream has one writer; a
-``close()`` from another thread discards the buffer whichever comes first).
+``close()`` never waits for a slow one. If a write or flush is in progress, ``close()``
+marks the stream closed and leaves a discard request that the operation carries out when it
+ends. ``close_and_get_handle`` closes the stream as it starts, so it wins: a ``close()``
+during or after it does nothing. A write that only appends to the buffer does no I/O and
+takes no lock (a stream has one writer; a ``close()`` from another thread discards the
+buffer whichever comes first).
 
 Small inline states are by far the most frequent operation, so their path is kept short:
 what all streams of a factory's scope share (validated sizes, parsed directory, traits) is a
@@ -35,7 +36,6 @@ from typing import IO, Any
 from ckptstore.api import ByteStreamStateHandle, StreamStateHandle
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
-    CheckpointIOError,
     EndpointUnreachableError,
     InvalidArgumentError,
     StreamClosedError,
@@ -80,6 +80,30 @@ class StreamSettings:
     inline_prefix: str
 
     @classmethod
+    def of(
+        cls,
+        base_dir: StoragePath,
+        *,
+        capacity: int,
+        threshold: int,
+        fs_token: str | None,
+        allow_relative_paths: bool,
+        entropy: EntropyInjector | None,
+    ) -> StreamSettings:
+        """Settings from sizes the caller has checked (a factory's, from its storage's options)."""
+        active = entropy if entropy is not None and entropy.is_active(base_dir) else None
+        return cls(
+            base_dir=base_dir,
+            capacity=capacity,
+            threshold=threshold,
+            fs_token=fs_token,
+            entropy=active,
+            relative=allow_relative_paths and active is None,
+            object_store=traits_for(base_dir.scheme).object_store,
+            inline_prefix=f"{base_dir.url}/",
+        )
+
+    @classmethod
     def validated(
         cls,
         base_dir: StoragePath | str,
@@ -90,7 +114,7 @@ class StreamSettings:
         allow_relative_paths: bool = False,
         entropy: EntropyInjector | None = None,
     ) -> StreamSettings:
-        """Check the arguments (typed errors) and derive the shared settings."""
+        """Check unchecked arguments (typed errors), then :meth:`of` (a stream built directly)."""
         checked_threshold = require_int(
             threshold,
             "threshold",
@@ -110,16 +134,13 @@ class StreamSettings:
                 f"The write buffer size ({capacity}) must not be smaller than the inline "
                 f"threshold ({checked_threshold})."
             )
-        active = entropy if entropy is not None and entropy.is_active(directory) else None
-        return cls(
-            base_dir=directory,
+        return cls.of(
+            directory,
             capacity=capacity,
             threshold=checked_threshold,
             fs_token=fs_token,
-            entropy=active,
-            relative=allow_relative_paths and active is None,
-            object_store=traits_for(directory.scheme).object_store,
-            inline_prefix=f"{directory.url}/",
+            allow_relative_paths=allow_relative_paths,
+            entropy=entropy,
         )
 
 
@@ -132,7 +153,15 @@ class FsCheckpointStateOutputStream:
     :meth:`with_settings` from settings they validated once.
     """
 
+    # What a new stream starts with (the class answers until an instance sets its own, which
+    # also serves a stream whose __init__ failed): no file, nothing written, no I/O going on.
+    _fs: Any = None
     _writer: IO[bytes] | None = None
+    _file: StoragePath | None = None
+    _file_pos = 0
+    _file_may_exist = False
+    _busy = False
+    _discard_pending = False
     _closed = True
 
     def __init__(
@@ -172,20 +201,10 @@ class FsCheckpointStateOutputStream:
         self._entropy = settings.entropy
         self._relative = settings.relative
         self._object_store = settings.object_store
-        self._fs: Any = None
-
         self._buffer = bytearray()
-        self._writer: IO[bytes] | None = None
-        self._file: StoragePath | None = None
-        self._file_pos = 0
-        self._file_may_exist = False
-
         self._io_lock = threading.Lock()
         self._flag_lock = threading.Lock()
         self._closed = False
-        self._busy = False
-        self._finishing = False
-        self._discard_pending = False
 
     # ------------------------------------------------------------------ properties
 
@@ -238,15 +257,14 @@ class FsCheckpointStateOutputStream:
         return size
 
     def _write_beyond_buffer(self, view: memoryview, size: int) -> None:
-        remaining = self._capacity - len(self._buffer)
-        if size <= remaining:
-            self._buffer += view
-        elif size >= self._capacity:
+        """Write ``size`` bytes that do not fit in what is left of the buffer."""
+        if size >= self._capacity:
             self._spill()
             assert self._writer is not None
             self._writer.write(view)
             self._file_pos += size
         else:
+            remaining = self._capacity - len(self._buffer)
             self._buffer += view[:remaining]
             self._spill()
             self._buffer += view[remaining:]
@@ -289,51 +307,41 @@ class FsCheckpointStateOutputStream:
         """
         if self._fs is None:
             self._fs = filesystem_for(self._base_dir, self._fs_token)
-        last: BaseException | None = None
-        target = self._base_dir
         for _ in range(MAX_FILE_CREATION_ATTEMPTS):
             target = self._base_dir.child(random_uuid4())
             if self._entropy is not None:
                 target = self._entropy.inject(target)
             try:
                 writer = open_exclusive_write(self._fs, target)
-            except EndpointUnreachableError as exc:
-                last = exc
-                break
             except Exception as exc:
-                last = exc
+                failure = exc
+                if isinstance(exc, EndpointUnreachableError):
+                    break
                 continue
             self._writer = writer
             self._file = target
             self._file_may_exist = not self._object_store
             return
-        if last is None:  # pragma: no cover - the loop runs at least once
-            last = CheckpointIOError("no attempt made")
         raise with_context(
-            last, "Could not open output stream for state backend", target, self._fs
-        ) from last
+            failure, "Could not open output stream for state backend", target, self._fs
+        ) from failure
 
     # ------------------------------------------------------------------ finishing
 
     def close_and_get_handle(self) -> StreamStateHandle | None:
-        """End the stream: ``None`` if nothing was written, inline state, or a file handle."""
+        """End the stream: ``None`` if nothing was written, inline state, or a file handle.
+
+        The stream is closed from the start, so a ``close()`` from another thread while the
+        file is committed does nothing (the handle wins) and a write fails.
+        """
         with self._io_lock:
             with self._flag_lock:
                 if self._closed:
                     raise StreamClosedError(_CLOSED_MESSAGE)
-                if self._writer is None and len(self._buffer) <= self._threshold:
-                    self._closed = True
-                    return self._inline_handle()
-                self._busy = True
-                self._finishing = True
-            try:
-                return self._finish()
-            finally:
-                with self._flag_lock:
-                    self._closed = True
-                    self._busy = False
-                    self._finishing = False
-                    self._discard_pending = False
+                self._closed = True
+            if self._writer is None and len(self._buffer) <= self._threshold:
+                return self._inline_handle()
+            return self._finish()
 
     def _inline_handle(self) -> ByteStreamStateHandle | None:
         """The buffered bytes as inline state (``None`` for an empty stream), no I/O (S5)."""
@@ -416,8 +424,7 @@ class FsCheckpointStateOutputStream:
                 return
             self._closed = True
             if self._busy:
-                if not self._finishing:
-                    self._discard_pending = True
+                self._discard_pending = True
                 return
         with self._io_lock:
             self._discard_file()
@@ -453,7 +460,6 @@ class FsCheckpointStateOutputStream:
 
     def __del__(self) -> None:
         # A stream dropped without close: free the writer (no upload), keep the contract quiet.
-        # (The class-level defaults answer for a stream whose __init__ failed.)
         if self._writer is not None and not self._closed:
             with contextlib.suppress(Exception):
                 self.close()
