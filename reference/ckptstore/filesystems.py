@@ -112,6 +112,7 @@ __all__ = [
     "DIRECTORY_SCHEMES",
     "OBJECT_STORE_PART_SIZE",
     "OBJECT_STORE_SCHEMES",
+    "OBJECT_STORE_UPLOAD_BUFFER",
     "S3_DEFAULTS",
     "S3_SCHEMES",
     "OpenUpload",
@@ -155,10 +156,18 @@ OBJECT_STORE_SCHEMES = frozenset(
 )
 #: Schemes whose file systems have real directories that must exist before files go in.
 DIRECTORY_SCHEMES = frozenset({"file", "memory"})
-#: Part size of uploads to object stores: a large stream holds about two parts in memory
-#: (the one filling and the one in flight), not the 50 MiB blocks that s3fs defaults to;
-#: 8 MiB is what AWS suggests and above S3's 5 MiB minimum part.
-OBJECT_STORE_PART_SIZE = 8 * 1024 * 1024
+#: Bytes of one S3 state upload held in memory at most (``ckptstore.s3.ExclusiveUpload``):
+#: a state up to this size is one PutObject; a larger one a multipart upload of a first part
+#: this size and then parts of :data:`OBJECT_STORE_PART_SIZE`. With the interpreter's own
+#: allocations a stream stays within the write buffer + 64 MiB that issue 13 sets, and no
+#: state file of up to 48 MiB pays for a multipart upload (s3fs itself buffers 50 MiB blocks
+#: and holds three copies of one while it sends it).
+OBJECT_STORE_UPLOAD_BUFFER = 48 * 1024 * 1024
+#: Parts after the first: half the buffer, so one can fill while the other is in flight.
+OBJECT_STORE_PART_SIZE = OBJECT_STORE_UPLOAD_BUFFER // 2
+#: Block size of other object stores' writers (gcsfs, adlfs...), which hold about two blocks
+#: and a copy: 8 MiB, what AWS suggests, above S3's 5 MiB minimum part.
+OTHER_STORE_BLOCK_SIZE = 8 * 1024 * 1024
 _COPY_SCHEMES = frozenset(S3_SCHEMES | {"gs", "gcs", "file", "memory"})
 # Writers that are plain local/in-memory files: closing them is all the cleanup they need.
 _LOCAL_FILE_TYPES: tuple[type, ...] = (io.BufferedWriter, io.FileIO, io.BytesIO)
@@ -653,9 +662,11 @@ def open_exclusive_write(fs: Any, path: StoragePath) -> IO[bytes]:
     """Create ``path`` exclusively and return a binary writer (S11).
 
     Local files use the built-in ``open(..., 'xb')`` (atomic ``O_EXCL``, ``fileno`` for
-    fsync). Object stores get ``fs.open(path, 'xb')``: s3fs buffers and sends one PUT with
-    ``If-None-Match: *`` at close (multipart for large files), so nothing exists on the
-    store until the file is committed and a discarded writer uploads nothing. The writer
+    fsync). S3 gets a ``ckptstore.s3.ExclusiveUpload`` (:func:`_s3_upload`): one PutObject
+    with ``If-None-Match: *`` at close for a state of up to :data:`OBJECT_STORE_UPLOAD_BUFFER`,
+    a multipart upload completed with that header for a larger one. Other object stores get
+    ``fs.open(path, 'xb')``, which buffers likewise. So nothing exists on the store until
+    the file is committed and a discarded writer uploads nothing. The writer
     raises the contract's errors (``ckptstore.io_errors.guarded_writer``); an existing file
     raises ``CheckpointFileExistsError``.
     """
@@ -665,12 +676,33 @@ def open_exclusive_write(fs: Any, path: StoragePath) -> IO[bytes]:
         elif path.scheme == "memory":
             with _MEMORY_LOCK:
                 writer = cast(IO[bytes], fs.open(path.path, "xb"))
+        elif path.scheme in S3_SCHEMES:
+            writer = cast(IO[bytes], _s3_upload(fs, path))
         elif traits_for(path.scheme).object_store:
-            # parts of OBJECT_STORE_PART_SIZE: memory of a large stream stays near two parts
-            writer = cast(IO[bytes], fs.open(path.path, "xb", block_size=OBJECT_STORE_PART_SIZE))
+            # blocks of 8 MiB: memory of a large stream stays near two blocks
+            writer = cast(IO[bytes], fs.open(path.path, "xb", block_size=OTHER_STORE_BLOCK_SIZE))
         else:
             writer = cast(IO[bytes], fs.open(path.path, "xb"))
     return guarded_writer(writer, path, fs)
+
+
+def _s3_upload(fs: Any, path: StoragePath) -> s3.ExclusiveUpload:
+    """The writer of an S3 state file: :data:`OBJECT_STORE_UPLOAD_BUFFER` in memory at most.
+
+    Storage options that size s3fs's writes are kept: ``default_block_size`` (other than
+    s3fs's own 50 MiB) is both the buffer and the part size, as for s3fs's own files, and
+    ``fixed_upload_size`` (stores that want equal parts) makes the first part a regular one.
+    """
+    bucket, key, _ = fs.split_path(path.path)
+    if not key:
+        raise ValueError(f"not an object's path: {path.url}")
+    limit, part = OBJECT_STORE_UPLOAD_BUFFER, OBJECT_STORE_PART_SIZE
+    block = getattr(fs, "default_block_size", None)
+    if isinstance(block, int) and block != getattr(type(fs), "default_block_size", block):
+        limit = part = block
+    elif getattr(fs, "fixed_upload_size", False):
+        limit = part
+    return s3.ExclusiveUpload(fs, str(bucket), str(key), buffer_limit=limit, part_size=part)
 
 
 def discard_writer(writer: IO[bytes]) -> None:

@@ -66,6 +66,17 @@ of a process that ran no setup. The answer is cached (:func:`conditional_write_m
   split brain); a warning is logged once per endpoint and bucket. A server that rejects the
   header (501 NotImplemented) gets the same mode, and its PUT is sent without the header.
 
+Uploads
+-------
+:class:`ExclusiveUpload` writes a state file (``ckptstore.filesystems.open_exclusive_write``):
+nothing reaches the store before the stream is committed. It holds at most ``buffer_limit``
+bytes of the upload, the part being filled and the part in flight together. A state up to
+``buffer_limit`` is one PutObject with ``If-None-Match: *`` at close; a larger one a
+multipart upload (CreateMultipartUpload; a first part of ``buffer_limit`` bytes, then parts
+of ``part_size``, each sent in the background while the next one fills;
+CompleteMultipartUpload with ``If-None-Match: *``). The buffered bytes go to the request as
+they are (a file-like body: no copy of the state is made to send it).
+
 Deletes
 -------
 :func:`delete_below` deletes everything below a directory by itself (not ``fs.rm``): it lists
@@ -80,7 +91,9 @@ This module is imported by ``ckptstore.filesystems``; s3fs and botocore are impo
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import errno
+import io
 import threading
 import time
 import uuid
@@ -100,9 +113,11 @@ __all__ = [
     "CONDITIONAL_WRITES_UNKNOWN",
     "DEFAULT_POLICY",
     "DEFAULT_RETRY_ATTEMPTS",
+    "MIN_PART_SIZE",
     "PROBE_PREFIX",
     "RETRY_ATTEMPTS",
     "RETRY_SECONDS",
+    "ExclusiveUpload",
     "RetryPolicy",
     "abort_upload",
     "apply_retry_budget",
@@ -424,6 +439,171 @@ def has_object_of_size(fs: Any, path: StoragePath, size: int) -> bool:
     except Exception:
         return False
     return info is not None and int(info.get("ContentLength", -1)) == size
+
+
+# --------------------------------------------------------------------------- uploads
+
+#: S3's smallest part (all parts of a multipart upload but the last).
+MIN_PART_SIZE = 5 * 1024 * 1024
+
+
+class ExclusiveUpload:
+    """A binary writer that creates one S3 object at ``close()``, only if it does not exist.
+
+    At most ``buffer_limit`` bytes of the object are held in memory (the part being filled
+    and the one in flight together; see the module docstring): a state up to that size is one
+    PutObject at close, a larger one a multipart upload whose first part is ``buffer_limit``
+    bytes and whose other parts are ``part_size`` (at least :data:`MIN_PART_SIZE`); one part
+    uploads in the background while the next one fills. Its failure comes out of the next
+    ``write`` or of ``close``. ``discard()`` aborts a started multipart upload and commits
+    nothing. Requests go through the file system's ``_call_s3``, so its retry budget and
+    error translation apply, and ``If-None-Match: *`` makes the commit exclusive.
+    """
+
+    def __init__(
+        self, fs: Any, bucket: str, key: str, *, buffer_limit: int, part_size: int
+    ) -> None:
+        self._fs = fs
+        self._bucket = bucket
+        self._key = key
+        self._part_size = max(MIN_PART_SIZE, part_size)
+        self._limit = max(self._part_size, buffer_limit)
+        self._buffer: io.BytesIO | None = io.BytesIO()
+        self._buffered = 0
+        self._sent = 0
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+        self._in_flight: concurrent.futures.Future[Any] | None = None
+        self._in_flight_size = 0
+        self._in_flight_number = 0
+        self.closed = False
+
+    @property
+    def upload_id(self) -> str | None:
+        """The multipart upload's id once one was started."""
+        return self._upload_id
+
+    def writable(self) -> bool:
+        return not self.closed
+
+    def tell(self) -> int:
+        return self._sent + self._in_flight_size + self._buffered
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("an S3 upload has no file descriptor")
+
+    def flush(self) -> None:
+        """Nothing to do: parts go out when they are full, the object at ``close()``."""
+
+    def write(self, data: Any, /) -> int:
+        if self.closed or self._buffer is None:
+            raise ValueError("I/O operation on closed file")
+        view = data if isinstance(data, bytes) else memoryview(data).cast("B")
+        size = len(view)
+        done = 0
+        while done < size:
+            cap = self._part_size if self._upload_id is not None else self._limit
+            room = min(cap - self._buffered, self._limit - self._in_flight_size - self._buffered)
+            if room <= 0:
+                if self._buffered >= cap:
+                    self._send_part()  # a full part and more to come
+                else:
+                    self._wait()  # memory: the part in flight must land first
+                continue
+            take = min(room, size - done)
+            if take == size:
+                self._buffer.write(view)
+            else:
+                self._buffer.write(memoryview(view)[done : done + take])
+            self._buffered += take
+            done += take
+        return size
+
+    def _call(self, method: str, **kwargs: Any) -> Any:
+        return self._fs.call_s3(method, Bucket=self._bucket, Key=self._key, **kwargs)
+
+    def _send_part(self) -> None:
+        """Send the buffer as the next part in the background (after the one in flight)."""
+        assert self._buffer is not None
+        if self._upload_id is None:
+            self._upload_id = str(self._call("create_multipart_upload")["UploadId"])
+        self._wait()
+        body, size = self._buffer, self._buffered
+        body.seek(0)
+        self._buffer, self._buffered = io.BytesIO(), 0
+        number = len(self._parts) + 1
+        call = self._fs._call_s3(
+            "upload_part",
+            Bucket=self._bucket,
+            Key=self._key,
+            UploadId=self._upload_id,
+            PartNumber=number,
+            Body=body,
+        )
+        self._in_flight = asyncio.run_coroutine_threadsafe(call, self._fs.loop)
+        self._in_flight_size = size
+        self._in_flight_number = number
+
+    def _wait(self) -> None:
+        """Wait for the part in flight; its failure is raised here."""
+        future = self._in_flight
+        if future is None:
+            return
+        size, number = self._in_flight_size, self._in_flight_number
+        self._in_flight, self._in_flight_size = None, 0
+        answer = future.result()
+        part = {"PartNumber": number, "ETag": answer["ETag"]}
+        if "ChecksumSHA256" in answer:
+            part["ChecksumSHA256"] = answer["ChecksumSHA256"]
+        self._parts.append(part)
+        self._sent += size
+
+    def close(self) -> None:
+        """Commit: one exclusive PutObject, or the last part and the exclusive completion."""
+        if self.closed:
+            return
+        try:
+            buffer = self._buffer
+            if buffer is None:
+                return
+            if self._upload_id is None:
+                buffer.seek(0)
+                self._call("put_object", Body=buffer, IfNoneMatch="*")
+            else:
+                if self._buffered:
+                    self._send_part()
+                self._wait()
+                self._call(
+                    "complete_multipart_upload",
+                    UploadId=self._upload_id,
+                    MultipartUpload={"Parts": self._parts},
+                    IfNoneMatch="*",
+                )
+            self._sent += self._buffered
+            self._buffered = 0
+        finally:
+            self.closed = True
+            self._buffer = None
+
+    def discard(self) -> None:
+        """Drop the buffer, cancel a part in flight and abort a started multipart upload."""
+        self.closed = True
+        self._buffer = None
+        future, self._in_flight = self._in_flight, None
+        if future is not None:
+            future.cancel()
+        upload_id, self._upload_id = self._upload_id, None
+        if upload_id is not None:
+            abort_upload(self._fs, self._bucket, self._key, upload_id)
+
+    def __enter__(self) -> ExclusiveUpload:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ExclusiveUpload s3://{self._bucket}/{self._key}>"
 
 
 # --------------------------------------------------------------------------- conditional writes
