@@ -2,6 +2,7 @@
 
     ckptconform bench --impl ckptstore [--quick] [--backend local,moto] [--sizes 1,16,256]
         [--reps 5] [--rss-size 1024] [--threads 8] [--suite] [--peer flink] [--out DIR]
+        [--readme README.md]
 
 One run measures, with interleaved repetitions (``ckptconform.bench``): file-backed writes and
 reads against raw fsspec with the same durability and the disk's own limit, the inline path
@@ -12,7 +13,9 @@ time per leg. With ``--peer flink``, Apache Flink 2.3.0's own Java ``FsCheckpoin
 runs the local file-backed writes and the inline path in the same run, timed inside its JVM
 (``ckptconform.bench_peer``), beside the target with the ratio target / Flink; without Java 17,
 a JDK or Flink's jars, one sentence says why and the rest of the bench runs. It prints a table
-and writes ``bench.json``, ``bench.md`` and ``bench.png`` into ``--out``.
+and writes ``bench.json``, ``bench.md``, ``bench.png`` and ``readme-block.md`` (the README's
+performance table, ``ckptconform.bench_readme``) into ``--out``; ``--readme FILE`` also puts
+that table in place of the generated block in ``FILE``.
 
 Targets (``ckptconform.bench_targets``) are shown with pass/miss, the ratio and its spread. The
 exit code is 1 only when a figure that does not depend on machine noise misses: requests per
@@ -127,6 +130,11 @@ def _parser() -> argparse.ArgumentParser:
         "Java 17 and a JDK; Flink's jars are fetched with pip into the cache on first use)",
     )
     parser.add_argument("--out", default="bench-report", help="output directory (bench-report)")
+    parser.add_argument(
+        "--readme",
+        help="also put the generated performance table (readme-block.md) in place of the "
+        "block between the ckptconform bench markers in this file (e.g. README.md)",
+    )
     parser.add_argument("--no-plot", action="store_true", help="write no bench.png")
     return parser
 
@@ -164,6 +172,15 @@ def _complete(options: argparse.Namespace) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
     if options.write_buffer_size < 0 or options.inline_threshold < 0:
         raise UsageError("--write-buffer-size and --inline-threshold must be >= 0")
+    if options.readme:
+        from ckptconform.bench_readme import BEGIN, END
+
+        try:
+            text = Path(options.readme).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--readme: {exc}") from None
+        if BEGIN not in text or END not in text:
+            raise UsageError(f"--readme: {options.readme} has no lines {BEGIN!r} and {END!r}")
     options.legs = [b.strip() for b in options.backend.split(",") if b.strip()]
     if not options.legs:
         raise UsageError("--backend names no leg")
@@ -183,6 +200,7 @@ def _run(options: argparse.Namespace) -> int:
     from ckptconform.backends import BackendError, BackendPool, BackendSettings
     from ckptconform.bench import Bench, Plan
     from ckptconform.bench_output import Progress, render_table, write_markdown, write_plot
+    from ckptconform.bench_readme import readme_block, replace_block
     from ckptconform.bench_stats import gate
     from ckptconform.bench_targets import evaluate, gated_errors
     from ckptconform.target import TargetError, load_target
@@ -272,9 +290,15 @@ def _run(options: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(document, indent=2) + "\n")
     write_markdown(document, checks, out / "bench.md")
+    block = readme_block(document, checks)
+    (out / "readme-block.md").write_text(block)
     plot = None if options.no_plot else write_plot(document, out / "bench.png")
     print(render_table(document, checks))
-    written = [str(out / "bench.json"), str(out / "bench.md"), *([str(plot)] if plot else [])]
+    written = [str(out / n) for n in ("bench.json", "bench.md", "readme-block.md")]
+    written += [str(plot)] if plot else []
+    if options.readme:
+        replace_block(Path(options.readme), block)
+        written.append(f"{options.readme} (its generated block)")
     print(f"\nwritten: {', '.join(written)}; {document['seconds']:.0f} s")
     for check in failed:
         print(f"GATE FAILED: {check.describe()}")
