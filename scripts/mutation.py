@@ -31,6 +31,8 @@ Usage::
     python scripts/mutation.py --report-only           # rebuild the report from the last run
     python scripts/mutation.py --report-only --merge   # over every leg configuration run
     python scripts/mutation.py --rerun-survivors       # after adding tests
+    python scripts/mutation.py --backend=moto --modules streams.py \
+        --survivors-of .mutation/local+memory          # S3-only paths of the survivors
 """
 
 from __future__ import annotations
@@ -120,9 +122,13 @@ def _toml_value(value: object) -> str:
     raise TypeError(f"unsupported [tool.mutmut] value {value!r}")
 
 
-def sync_tree(source: Path, target: Path) -> None:
-    """Copy ``source`` to ``target``, keeping files that did not change (mutmut's cache)."""
+def sync_tree(source: Path, target: Path) -> bool:
+    """Copy ``source`` to ``target``, keeping files that did not change (mutmut's cache).
+
+    Returns whether anything changed.
+    """
     target.mkdir(parents=True, exist_ok=True)
+    changed = False
     wanted = set()
     for path in source.rglob("*"):
         if "__pycache__" in path.parts or path.suffix == ".pyc":
@@ -137,6 +143,7 @@ def sync_tree(source: Path, target: Path) -> None:
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, dest)
+        changed = True
     for path in sorted(target.rglob("*"), reverse=True):
         rel = path.relative_to(target)
         if "__pycache__" in rel.parts or rel in wanted:
@@ -145,12 +152,22 @@ def sync_tree(source: Path, target: Path) -> None:
             shutil.rmtree(path)
         else:
             path.unlink()
+        changed = True
+    return changed
 
 
 def prepare(workdir: Path, modules: list[str], backend: str, impl: str) -> None:
-    """Build the scratch tree mutmut runs in."""
-    sync_tree(REFERENCE, workdir / "src" / "ckptstore")
-    sync_tree(SUITE_PACKAGE, workdir / "src" / "ckptconform")
+    """Build the scratch tree mutmut runs in.
+
+    When the reference or the suite changed since the last run, mutmut's map of which tests
+    reach which function is dropped, so that it is collected again: mutmut would otherwise
+    take a changed or new function for one no test reaches. Results of unchanged functions
+    are kept.
+    """
+    reference_changed = sync_tree(REFERENCE, workdir / "src" / "ckptstore")
+    suite_changed = sync_tree(SUITE_PACKAGE, workdir / "src" / "ckptconform")
+    if reference_changed or suite_changed:
+        (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     table = mutmut_table()
     table["source_paths"] = ["src"]
     table["only_mutate"] = [f"src/ckptstore/{m}" for m in modules]
@@ -187,9 +204,16 @@ def forget_unmutated_copies(workdir: Path, modules: list[str]) -> None:
 
 
 def environment(workdir: Path) -> dict[str, str]:
+    """The suite's environment: the mutated code first, and a failed SHOULD clause fails.
+
+    ``--strict-should`` goes through ``PYTEST_ADDOPTS`` rather than ``[tool.mutmut]``: a
+    SHOULD clause that fails has noticed the mutant (the run reports WARN), and mutmut would
+    drop every recorded result if its pytest arguments changed.
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = str(workdir / "mutants" / "src")
     env.setdefault("HYPOTHESIS_PROFILE", "ci")
+    env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --strict-should".strip()
     return env
 
 
@@ -383,6 +407,13 @@ def main(argv: list[str] | None = None) -> int:
         "mutmut reruns a mutant only when its function changes)",
     )
     parser.add_argument(
+        "--survivors-of",
+        type=Path,
+        metavar="WORKDIR",
+        help="run only the mutants (of --modules) that survived in another run's workdir, e.g. "
+        "the S3-only survivors of .mutation/local+memory on --backend=moto",
+    )
+    parser.add_argument(
         "--merge",
         action="store_true",
         help="report over every leg configuration run so far (.mutation/*): a mutant killed "
@@ -393,9 +424,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.impl != "ckptstore":
         legs = f"{args.impl}@{legs}"
     workdir = (args.workdir or ROOT / ".mutation" / legs).resolve()
-    if args.rerun_survivors:
+    if args.rerun_survivors or args.survivors_of:
         prepare(workdir, args.modules, args.backend, args.impl)
-        names = [m.name for m in read_results(workdir) if m.status not in KILLED]
+        source = (args.survivors_of or workdir).resolve()
+        modules = {f"ckptstore.{Path(m).stem}" for m in args.modules if "*" not in m}
+        names = [
+            m.name
+            for m in read_results(source)
+            if m.status not in KILLED and (not modules or m.module in modules)
+        ]
         if names:
             mutmut(workdir, "run", "--max-children", str(args.max_children), *names)
     elif not args.report_only:

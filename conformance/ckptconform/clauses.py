@@ -439,11 +439,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("PTR-1", "MUST", (), "pointers resolve",
      "The external_pointer of a finalized checkpoint resolves, through the storage, its accesses "
      "and a fresh storage instance from the same configuration, to a location whose metadata "
-     "handle reads the bytes that were written (seed 001: resolveCheckpoint).",
+     "handle reads the bytes that were written, with state_size their number or -1 (seed 001: "
+     "resolveCheckpoint; Flink's handle carries the file's length).",
      ("seed 001", "CS1", "ACC4", "PTR9")),
     ("PTR-2", "MUST", (), "pointer spellings",
      "The checkpoint directory, the directory with a trailing '/', and the metadata file all "
-     "resolve to the same external pointer and metadata bytes (Flink PTR8, T-BASE1).",
+     "resolve to the same external pointer and metadata bytes, with state_size their number or "
+     "-1 (Flink PTR8, T-BASE1).",
      ("PTR6", "PTR7", "PTR8", "T-BASE1")),
     ("PTR-3", "MUST", (), "stable pointer",
      "Resolving an external pointer gives a location whose external_pointer is the same string "
@@ -452,8 +454,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("PTR-4", "MUST", (), "pointers resolve anywhere on the file system",
      "A storage resolves pointers written by another storage instance or another job, including "
      "pointers outside its own checkpoint directory, to the same external_pointer, metadata "
-     "bytes and state (read through resolve_handle); two jobs using the same checkpoint id do "
-     "not interfere: their pointers differ (Flink T-BASE3; resolveCheckpointPointer is static).",
+     "bytes (state_size their number or -1) and state (read through resolve_handle); two "
+     "jobs using the same checkpoint id do not interfere: their pointers differ (Flink "
+     "T-BASE3; resolveCheckpointPointer is static).",
      ("T-BASE3", "CS1")),
     ("PTR-5", "MUST", (), "missing arguments",
      "resolve_checkpoint(None) raises TypeError and resolve_checkpoint('') raises ValueError "
@@ -603,8 +606,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "(decision following FLINK-17808, MD2; Flink's plain writer made it visible early, P7).",
      ("MD2", "T-MOS1", "P7", "decision")),
     ("MD-2", "MUST", (), "close without finalize leaves nothing",
-     "close() on a metadata stream without finalizing, also repeated, leaves no file of that "
-     "stream and the checkpoint does not resolve: FileNotFoundError (Flink MD5, T-MOS2).",
+     "close() on a metadata stream without finalizing, also repeated, leaves the stream "
+     "`closed`, no file of that stream, and a checkpoint that does not resolve: "
+     "FileNotFoundError (Flink MD5, T-MOS2).",
      ("MD5", "T-MOS2")),
     ("MD-3", "MUST", (), "no second metadata",
      "A second metadata stream for an already finalized checkpoint fails with OSError, at "
@@ -641,7 +645,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("DIS-1", "MUST", (), "aborted checkpoints are removed",
      "dispose_on_failure() of an in-progress location removes its exclusive state from the "
      "backend (where file-layout is claimed, its chk-<n> directory holds no file afterwards), "
-     "and shared-scope state written for it survives (Flink MD7, ACC12).",
+     "and shared-scope state written for it survives; where savepoints is claimed, the same "
+     "holds for a savepoint's location (its savepoint directory holds no file afterwards) "
+     "(Flink MD7, ACC12).",
      ("MD7", "ACC12")),
     ("DIS-2", "MUST", (), "completed checkpoints are removed",
      "dispose_storage_location() of a completed location, also one obtained from "

@@ -24,6 +24,7 @@ This module does no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ckptstore.api import (
     CHECKPOINT_DIR_PREFIX,
@@ -40,7 +41,6 @@ __all__ = [
     "SAVEPOINT_DIR_PATTERN",
     "STAGING_FILE_PATTERN",
     "STATE_FILE_PATTERN",
-    "checkpoint_id_of",
     "is_checkpoint_dir_name",
     "is_location_dir_name",
     "is_probe_file_name",
@@ -65,12 +65,6 @@ PROBE_FILE_PATTERN = re.compile(r"^\.ckptstore-probe\.[0-9a-f]{32}$")
 def is_checkpoint_dir_name(name: str) -> bool:
     """True for ``chk-<n>``."""
     return CHECKPOINT_DIR_PATTERN.match(name) is not None
-
-
-def checkpoint_id_of(name: str) -> int | None:
-    """The id of a ``chk-<n>`` name, else ``None``."""
-    match = CHECKPOINT_DIR_PATTERN.match(name)
-    return None if match is None else int(match.group("id"))
 
 
 def is_savepoint_dir_name(name: str) -> bool:
@@ -98,6 +92,24 @@ def is_probe_file_name(name: str) -> bool:
     return PROBE_FILE_PATTERN.match(name) is not None
 
 
+#: Per disposal kind: the directory names it may delete, and how a refusal names them.
+_DISPOSABLE: dict[str, tuple[Callable[[str], bool], str]] = {
+    "checkpoint": (
+        is_checkpoint_dir_name,
+        f"a checkpoint directory ('{CHECKPOINT_DIR_PREFIX}<n>')",
+    ),
+    "savepoint": (
+        is_savepoint_dir_name,
+        f"a savepoint directory ('{SAVEPOINT_DIR_PREFIX}<job>-<suffix>')",
+    ),
+    "any": (
+        is_location_dir_name,
+        f"a checkpoint directory ('{CHECKPOINT_DIR_PREFIX}<n>') or a savepoint directory "
+        f"('{SAVEPOINT_DIR_PREFIX}<job>-<suffix>')",
+    ),
+}
+
+
 def require_disposable(directory: StoragePath, what: str, kind: str = "any") -> None:
     """Raise ``DisposalRefusedError`` unless ``directory`` is a checkpoint or savepoint dir.
 
@@ -105,22 +117,9 @@ def require_disposable(directory: StoragePath, what: str, kind: str = "any") -> 
     narrows the accepted names: ``"checkpoint"`` (``chk-<n>`` only), ``"savepoint"``
     (``savepoint-...`` only, e.g. a location from a path reference), ``"any"``.
     """
-    name = directory.name
-    accepted = {
-        "checkpoint": is_checkpoint_dir_name(name),
-        "savepoint": is_savepoint_dir_name(name),
-        "any": is_location_dir_name(name),
-    }[kind]
-    if accepted and directory.parent != directory:
+    accepts, expected = _DISPOSABLE[kind]
+    if accepts(directory.name) and directory.parent != directory:
         return
-    expected = {
-        "checkpoint": f"a checkpoint directory ('{CHECKPOINT_DIR_PREFIX}<n>')",
-        "savepoint": f"a savepoint directory ('{SAVEPOINT_DIR_PREFIX}<job>-<suffix>')",
-        "any": (
-            f"a checkpoint directory ('{CHECKPOINT_DIR_PREFIX}<n>') or a savepoint directory "
-            f"('{SAVEPOINT_DIR_PREFIX}<job>-<suffix>')"
-        ),
-    }[kind]
     raise DisposalRefusedError(
         f"{what} refused to delete {redact_text(directory.url)}: it is not {expected} of this "
         "storage's layout, so it may hold files that belong to something else. Nothing was "

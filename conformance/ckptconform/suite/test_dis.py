@@ -58,6 +58,25 @@ def test_aborted_checkpoints_are_removed(sandbox, target):
         assert files_below(sandbox, drv.chk_dir(3)) == [], msg + "\nchk-3 still holds files"
 
 
+@pytest.mark.clause("DIS-1")
+def test_aborted_savepoints_are_removed(sandbox, target):
+    """DIS-1: dispose_on_failure() of a savepoint's location removes its exclusive state."""
+    if "savepoints" not in target.capabilities:
+        pytest.skip("the target does not claim savepoints: no savepoint location to abort")
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.access.initialize_location_for_savepoint(5, None)
+    factory = drv.worker(5, location.location_reference)
+    exclusive = [write_state(factory, payload(n, n), EXCLUSIVE) for n in (10, 5000, 70_000)]
+    directories = {file_path(h).rsplit("/", 1)[0] for h in exclusive if file_path(h)}
+    location.dispose_on_failure()
+    msg = fail_message("DIS-1", "dispose_on_failure of a savepoint location", sandbox)
+    assert _gone(sandbox, exclusive) == [], msg + "\nexclusive state files remain"
+    if "file-layout" in target.capabilities:
+        for directory in directories:
+            assert files_below(sandbox, directory) == [], msg + f"\n{directory} holds files"
+
+
 @pytest.mark.clause("DIS-2")
 @pytest.mark.parametrize("via", ["finalized", "resolved"])
 def test_completed_checkpoints_are_removed(sandbox, target, via):

@@ -71,6 +71,7 @@ def test_unfinalized_checkpoint_does_not_resolve(sandbox, target):
         )
     with tagged("MD-2", "metadata stream closed without finalize", sandbox):
         stream.close()
+        assert stream.closed, "`closed` is false after close()"
         stream.close()
         assert files_below(sandbox, sandbox.root) == before
     if "file-layout" in target.capabilities:

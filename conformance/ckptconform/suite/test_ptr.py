@@ -60,7 +60,13 @@ def _resolves_to(sandbox, clause, stable, storage, pointer, expected_pointer, me
     )
     with tagged(clause, "read the resolved metadata", sandbox, pointer=pointer, **inputs):
         got = read_handle(loc.metadata_handle)
+        size = loc.metadata_handle.state_size
     require(got == metadata, clause, msg + "\nmetadata bytes differ")
+    require(
+        size in (len(metadata), -1),
+        clause,
+        msg + f"\nthe metadata handle's state_size is {size}, not {len(metadata)} (or -1)",
+    )
     return loc
 
 
