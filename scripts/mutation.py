@@ -409,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--survivors-of",
         type=Path,
+        nargs="+",
         metavar="WORKDIR",
         help="run only the mutants (of --modules) that survived in another run's workdir, e.g. "
         "the S3-only survivors of .mutation/local+memory on --backend=moto",
@@ -426,11 +427,11 @@ def main(argv: list[str] | None = None) -> int:
     workdir = (args.workdir or ROOT / ".mutation" / legs).resolve()
     if args.rerun_survivors or args.survivors_of:
         prepare(workdir, args.modules, args.backend, args.impl)
-        source = (args.survivors_of or workdir).resolve()
+        sources = [p.resolve() for p in args.survivors_of or [workdir]]
         modules = {f"ckptstore.{Path(m).stem}" for m in args.modules if "*" not in m}
         names = [
             m.name
-            for m in read_results(source)
+            for m in merge([read_results(source) for source in sources])
             if m.status not in KILLED and (not modules or m.module in modules)
         ]
         if names:

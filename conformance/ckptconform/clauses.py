@@ -487,6 +487,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "On the local file system, '/abs/dir', 'file:/abs/dir' and 'file:///abs/dir' name the same "
      "checkpoint (Flink prints pointers as 'file:/...').",
      ("PTR1", "PATH")),
+    ("PTR-12", "MUST", (), "highly available storage",
+     "A job's supports_highly_available_storage() is true when the storage's completed "
+     "checkpoints are externally addressable (their external_pointer resolves through a fresh "
+     "storage) and false when their pointer is '<checkpoint-not-externally-addressable>' "
+     "(Flink ACC2: the file-system storage answers true; MEM2: the JobManager storage answers "
+     "true exactly when a checkpoint directory is set).",
+     ("ACC2", "MEM2")),
     # ------------------------------------------------------------------ NOX
     ("NOX-1", "MUST", (), "worker path sends no existence checks",
      "On S3, the worker path (unpickling the storage, create_checkpoint_storage, "

@@ -347,3 +347,39 @@ def test_local_path_spellings(sandbox, target, backend):
 def test_local_path_with_trailing_slash(sandbox, target, backend):
     """PTR-2: on the local file system a bare path with a trailing '/' resolves too."""
     _resolves_local_spellings("PTR-2", sandbox, target, backend, lambda p: (p + "/",))
+
+
+@pytest.mark.clause("PTR-12")
+@pytest.mark.parametrize("checkpoint_dir", ["configured", "none"])
+def test_highly_available_storage(sandbox, target, checkpoint_dir):
+    """PTR-12: supports_highly_available_storage() is true when completed checkpoints are
+    externally addressable and false when their pointer is
+    '<checkpoint-not-externally-addressable>'."""
+    options = file_options(target)
+    if checkpoint_dir == "none":
+        try:
+            drv = JobDriver(sandbox, **{**options, "checkpoint_dir": None})
+        except (TypeError, ValueError) as exc:
+            pytest.skip(f"the target needs a checkpoint directory ({type(exc).__name__}: {exc})")
+    else:
+        drv = JobDriver(sandbox, **options)
+    drv.init_base()
+    completed, _ = drv.checkpoint(1, metadata=b"ha")
+    pointer = completed.external_pointer
+    addressable = pointer != NON_ADDRESSABLE_POINTER
+    if addressable:
+        with tagged("PTR-12", "resolve the pointer through a fresh storage", sandbox):
+            assert (
+                read_handle(drv.fresh_storage().resolve_checkpoint(pointer).metadata_handle)
+                == b"ha"
+            )
+    with tagged("PTR-12", "supports_highly_available_storage", sandbox, pointer=pointer):
+        answer = drv.access.supports_highly_available_storage()
+    require(
+        answer is addressable,
+        "PTR-12",
+        fail_message("PTR-12", "supports_highly_available_storage", sandbox, pointer=pointer)
+        + f"\nanswered {answer!r}, but the checkpoints are "
+        + ("" if addressable else "not ")
+        + "externally addressable",
+    )
