@@ -324,8 +324,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "one interface, two answers, and FLINK-5218 made empty writes count as nothing).",
      ("S12", "T-SOS2", "MEM4")),
     ("STR-4", "MUST", (), "tell counts every byte",
-     "tell() equals the number of bytes written so far, across chunk and buffer boundaries "
-     "(Flink getPos, T-SOS6).",
+     "tell() equals the number of bytes written so far, across chunk and buffer boundaries, "
+     "and write() returns the number of bytes it was given, 0 for an empty write (Flink getPos, "
+     "T-SOS6; Python's io: write returns the count).",
      ("S10", "T-SOS6")),
     ("STR-5", "MUST", (), "use after close fails",
      "After close() or close_and_get_handle(), write() and close_and_get_handle() raise OSError "

@@ -113,7 +113,8 @@ def test_empty_stream_gives_none(sandbox, target):
 @capped(20)
 @given(data=st.data(), size=st.integers(min_value=0, max_value=5000))
 def test_tell_counts_every_byte(sandbox, target, data, size):
-    """STR-4: tell() equals the bytes written so far, across buffer boundaries."""
+    """STR-4: tell() equals the bytes written so far, across buffer boundaries, and write()
+    returns the number of bytes it was given."""
     options = (
         {"inline_threshold": 17, "write_buffer_size": 31}
         if ("inline-state" in target.capabilities)
@@ -126,8 +127,11 @@ def test_tell_counts_every_byte(sandbox, target, data, size):
     try:
         assert stream.tell() == 0, fail_message("STR-4", "tell on a new stream", got=stream.tell())
         written = 0
-        for piece in [payload(n, seed=i) for i, n in enumerate(sizes)]:
-            stream.write(piece)
+        for piece in [payload(n, seed=i) for i, n in enumerate([*sizes, 0])]:
+            returned = stream.write(piece)
+            assert returned == len(piece), fail_message(
+                "STR-4", "write() returned", sandbox, sizes=sizes, given=len(piece), got=returned
+            )
             written += len(piece)
             assert stream.tell() == written, fail_message(
                 "STR-4",
