@@ -104,21 +104,21 @@ def create_savepoint_directory(fs: Any, base: StoragePath, job_id: JobID) -> Sto
     ends with what the last attempt said.
     """
     prefix = f"{SAVEPOINT_DIR_PREFIX}{str(job_id)[:6]}-"
-    last: BaseException | None = None
+    failure: BaseException = CheckpointIOError(
+        f"{MAX_SAVEPOINT_DIR_ATTEMPTS} names existed already"
+    )
     for _ in range(MAX_SAVEPOINT_DIR_ATTEMPTS):
         directory = base.child(prefix + random_savepoint_suffix())
         try:
             if make_directory_exclusive(fs, directory):
                 return directory
-        except EndpointUnreachableError as exc:
-            last = exc
-            break
         except Exception as exc:
-            last = exc
-    message = f"Failed to create savepoint directory at {base.url}"
-    if last is None:
-        raise CheckpointIOError(f"{message}: {MAX_SAVEPOINT_DIR_ATTEMPTS} names existed already")
-    raise with_context(last, message, base, fs) from last
+            failure = exc
+            if isinstance(exc, EndpointUnreachableError):
+                break
+    raise with_context(
+        failure, f"Failed to create savepoint directory at {base.url}", base, fs
+    ) from failure
 
 
 class AbstractCheckpointStorageAccess(
