@@ -146,6 +146,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a Spark setting for the Spark leg's session (repeatable)",
     )
     group.addoption(
+        "--clauses",
+        metavar="IDS",
+        default="",
+        help="comma-separated clause ids (e.g. STR-1,PTR-2): run only the tests that check one "
+        "of them (default: every clause)",
+    )
+    group.addoption(
         "--strict-should",
         action="store_true",
         default=False,
@@ -401,6 +408,24 @@ def pytest_collection_modifyitems(
         raise pytest.UsageError(
             "ckptconform: invalid clause markers:\n  " + "\n  ".join(problems[:50])
         )
+    _select_clauses(config, items, CLAUSES)
+
+
+def _select_clauses(config: pytest.Config, items: list[pytest.Item], catalog: Any) -> None:
+    """Keep only the tests of the clauses ``--clauses`` names (all tests without it)."""
+    wanted = {cid.strip() for cid in str(config.getoption("clauses") or "").split(",")}
+    wanted.discard("")
+    if not wanted:
+        return
+    unknown = sorted(wanted - set(catalog))
+    if unknown:
+        raise pytest.UsageError(f"--clauses names unknown clause id(s): {', '.join(unknown)}")
+    keep, drop = [], []
+    for item in items:
+        (keep if wanted & set(_marker_args(item, "clause")) else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def _offer(state: RunState) -> Offer:
