@@ -271,12 +271,14 @@ class CheckpointMachine(RuleBasedStateMachine):
         target_dir = join(self.base, "sp-target") if to_target else None
         cid, self.next_id = self.next_id, self.next_id + 1
         self.last = ("DIS-3", f"savepoint {cid}")
-        with self._step("STR-1", "savepoint: initialize, write, finalize", sizes=sizes):
+        with self._step("STR-1", "savepoint: initialize, write", sizes=sizes):
             location = self.drv.access.initialize_location_for_savepoint(cid, target_dir)
             factory = self.drv.worker(cid, location.location_reference)
             blobs = [payload(n, seed=n + cid) for n in sizes]
             written = [(write_state(factory, b, EXCLUSIVE), b, str(EXCLUSIVE)) for b in blobs]
+        with self._step("SER-2", "pickle the savepoint's handles into its metadata"):
             metadata = pickle.dumps([h for h, _, _ in written])
+        with self._step("STR-1", "savepoint: finalize", sizes=sizes):
             completed = self.drv.finalize(location, metadata)
         pointer = completed.external_pointer
         note(f"savepoint {cid} to {target_dir or 'the default'} -> {pointer}")
