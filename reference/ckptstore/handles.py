@@ -53,6 +53,19 @@ class FileStateHandle:
         path = parse_storage_path(require_url_text(self.file_path, "file_path"))
         object.__setattr__(self, "file_path", path.url)
 
+    @classmethod
+    def of(cls, path: StoragePath, state_size: int, *, fs_token: str | None) -> FileStateHandle:
+        """The handle of a file the caller wrote: its path parsed, its size counted.
+
+        What a stream calls for every file-backed state: it skips the constructor's checks
+        and its parse of the URL, so the caller vouches for the values.
+        """
+        handle = object.__new__(cls)
+        object.__setattr__(handle, "file_path", path.url)
+        object.__setattr__(handle, "state_size", state_size)
+        object.__setattr__(handle, "fs_token", fs_token)
+        return handle
+
     @property
     def storage_path(self) -> StoragePath:
         """The parsed location of the file."""
@@ -102,6 +115,18 @@ class RelativeFileStateHandle(FileStateHandle):
         if self.relative_path is None:
             raise MissingArgumentError("relative_path must not be None")
         require_file_name(self.relative_path)
+
+    @classmethod
+    def of_file(
+        cls, path: StoragePath, state_size: int, *, fs_token: str | None
+    ) -> RelativeFileStateHandle:
+        """The handle of a file the caller wrote into a checkpoint directory (see ``of``)."""
+        handle = object.__new__(cls)
+        object.__setattr__(handle, "file_path", path.url)
+        object.__setattr__(handle, "state_size", state_size)
+        object.__setattr__(handle, "fs_token", fs_token)
+        object.__setattr__(handle, "relative_path", path.name)
+        return handle
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

@@ -76,13 +76,16 @@ def remove_dot_segments(path: str, *, shown: str | None = None) -> str:
 
     ``path`` is absolute (``/a/b``) or starts with an authority (``bucket/a``, the first
     segment is kept and never climbed over). A ``..`` that would climb above the root or the
-    authority raises ``InvalidPathError``.
+    authority raises ``InvalidPathError``, naming ``shown`` (the text the caller was given)
+    with its credentials removed. Redaction happens only then: parsing is on every handle's
+    path, and a redaction costs more than the parse.
     """
+    shown = path if shown is None else shown
     absolute = path.startswith("/")
     segments = path.split("/")
     head = [""] if absolute else segments[:1]
     if not absolute and head and head[0] in (".", ".."):
-        raise InvalidPathError(f"{shown!r} has no bucket or authority")
+        raise InvalidPathError(f"{redact_text(shown)!r} has no bucket or authority")
     kept: list[str] = []
     for segment in segments[1:]:
         if segment in ("", "."):
@@ -90,7 +93,8 @@ def remove_dot_segments(path: str, *, shown: str | None = None) -> str:
         if segment == "..":
             if not kept:
                 raise InvalidPathError(
-                    f"{shown!r} climbs above its {'root' if absolute else 'bucket'} with '..'"
+                    f"{redact_text(shown)!r} climbs above its "
+                    f"{'root' if absolute else 'bucket'} with '..'"
                 )
             kept.pop()
             continue
@@ -192,38 +196,39 @@ def parse_storage_path(url: str | StoragePath | os.PathLike[str]) -> StoragePath
     text = require_url_text(url, "path").strip()
     if not text:
         raise InvalidArgumentError("Can not create a Path from an empty string")
-    shown = redact_text(text)
     match = _SCHEME_RE.match(text)
     if match is None:
         return _local(text)
     scheme = canonical_scheme(match.group(1))
     rest = match.group(2).replace("\\", "/")
     if not rest:
-        raise InvalidArgumentError(f"URL {shown!r} names no path")
+        raise InvalidArgumentError(f"URL {redact_text(text)!r} names no path")
     if scheme == "file":
         if rest.startswith("//"):
             authority, _, remainder = rest[2:].partition("/")
             if authority not in ("", "localhost"):
                 raise InvalidArgumentError(
-                    f"Cannot use a remote host in a local file URL: {shown!r}"
+                    f"Cannot use a remote host in a local file URL: {redact_text(text)!r}"
                 )
             rest = "/" + remainder
         return _local(rest)
     if scheme == "memory":
-        body = remove_dot_segments(normalise_path_text("/" + rest.lstrip("/")), shown=shown)
+        body = remove_dot_segments(normalise_path_text("/" + rest.lstrip("/")), shown=text)
         return StoragePath("memory", body)
     if not rest.startswith("//"):
-        raise InvalidArgumentError(f"URL {shown!r} has no authority (expected {scheme}://...)")
+        raise InvalidArgumentError(
+            f"URL {redact_text(text)!r} has no authority (expected {scheme}://...)"
+        )
     body = normalise_path_text(rest[2:]).strip("/")
     if not body:
-        raise InvalidArgumentError(f"URL {shown!r} names no bucket or path")
-    body = remove_dot_segments(body, shown=shown)
+        raise InvalidArgumentError(f"URL {redact_text(text)!r} names no bucket or path")
+    body = remove_dot_segments(body, shown=text)
     if scheme in S3_SCHEMES or scheme == "s3n":
         bucket = body.split("/", 1)[0]
         if not _S3_BUCKET_RE.match(bucket) or bucket in (".", ".."):
             raise InvalidPathError(
-                f"URL {shown!r} names the bucket {redact_text(bucket)!r}, which is no valid S3 "
-                "bucket name (letters, digits, '.', '-' and '_', 1 to 255 characters)"
+                f"URL {redact_text(text)!r} names the bucket {redact_text(bucket)!r}, which is no "
+                "valid S3 bucket name (letters, digits, '.', '-' and '_', 1 to 255 characters)"
             )
     return StoragePath(scheme, body)
 

@@ -406,13 +406,10 @@ class FsCheckpointStateOutputStream:
     def _handle(self) -> FileStateHandle:
         assert self._file is not None
         if self._relative:
-            return RelativeFileStateHandle(
-                self._file.url,
-                self._file_pos,
-                relative_path=self._file.name,
-                fs_token=self._fs_token,
+            return RelativeFileStateHandle.of_file(
+                self._file, self._file_pos, fs_token=self._fs_token
             )
-        return FileStateHandle(self._file.url, self._file_pos, fs_token=self._fs_token)
+        return FileStateHandle.of(self._file, self._file_pos, fs_token=self._fs_token)
 
     def close(self) -> None:
         """Discard the stream: delete its own file, if any, and nothing else (S13).
