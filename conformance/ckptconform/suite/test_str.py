@@ -284,9 +284,9 @@ def test_flush_keeps_stream_open(sandbox, target):
         stream.write(p)
         stream.flush()
     handle = stream.close_and_get_handle()
-    assert read_handle(handle) == b"".join(parts), fail_message(
-        "STR-9", "write/flush repeatedly", sandbox, sizes=[len(p) for p in parts]
-    )
+    msg = fail_message("STR-9", "write/flush repeatedly", sandbox, sizes=[len(p) for p in parts])
+    assert handle is not None, msg + "\nclose_and_get_handle() gave None after the flushes"
+    assert read_handle(handle) == b"".join(parts), msg
 
 
 #: What the file library may hold back on top of the stream's own buffer (Python's io buffer
