@@ -329,8 +329,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "T-SOS6; Python's io: write returns the count).",
      ("S10", "T-SOS6")),
     ("STR-5", "MUST", (), "use after close fails",
-     "After close() or close_and_get_handle(), write() and close_and_get_handle() raise OSError "
-     "or ValueError and `closed` is true (Flink S14: IOException).",
+     "`closed` is False while a stream is open. After close() or close_and_get_handle(), "
+     "write() and close_and_get_handle() raise OSError or ValueError and `closed` is true "
+     "(Flink S14: IOException).",
      ("S14", "T-SOS9", "T-SOS10")),
     ("STR-6", "MUST", (), "close discards, idempotently",
      "close() without taking a handle discards the stream: it never raises, can be repeated, and "

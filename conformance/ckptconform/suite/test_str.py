@@ -149,7 +149,8 @@ def test_tell_counts_every_byte(sandbox, target, data, size):
 @pytest.mark.parametrize("ending", ["close", "close_and_get_handle"])
 @pytest.mark.parametrize("placement", ["file", "inline"])
 def test_use_after_close_fails(sandbox, target, ending, placement):
-    """STR-5: after close() or close_and_get_handle(), write and close_and_get_handle raise.
+    """STR-5: `closed` is False while the stream is open; after close() or
+    close_and_get_handle(), write and close_and_get_handle raise.
 
     Both for state that went to a file and for state that stayed inline (the default options):
     the two paths end a stream differently.
@@ -159,6 +160,9 @@ def test_use_after_close_fails(sandbox, target, ending, placement):
     for scope in (EXCLUSIVE, SHARED):
         stream = factory.create_checkpoint_state_output_stream(scope)
         stream.write(payload(300))
+        assert stream.closed is False, fail_message(
+            "STR-5", "`closed` of an open stream", sandbox, scope=scope, got=stream.closed
+        )
         if ending == "close":
             stream.close()
         else:
