@@ -15,6 +15,7 @@ compares its relative path.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -25,6 +26,14 @@ from ckptstore.redaction import redact_text
 from ckptstore.validation import JAVA_LONG_MAX, require_file_name, require_int, require_url_text
 
 __all__ = ["FileStateHandle", "RelativeFileStateHandle"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(url: str) -> StoragePath:
+    """``parse_storage_path`` of a handle's URL, remembered: a restore reads each file once,
+    but opens, discards and rebases parse the same canonical URLs again (``StoragePath`` is
+    immutable, and a canonical URL does not depend on the working directory)."""
+    return parse_storage_path(url)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -69,15 +78,20 @@ class FileStateHandle:
     @property
     def storage_path(self) -> StoragePath:
         """The parsed location of the file."""
-        return parse_storage_path(self.file_path)
+        return _parsed(self.file_path)
 
     def _filesystem(self, path: StoragePath) -> Any:
         return get_filesystem(path.scheme, self.fs_token, authority=authority_of(path))
 
     def open_input_stream(self) -> BinaryIO:
-        """Open the file for reading; on S3 one GET (the size is known: no HEAD)."""
+        """Open the file for reading; on S3 one GET (the size is known: no HEAD).
+
+        A local file is opened with Python's own ``open``: it needs no file system instance
+        (looking one up costs more than opening the file).
+        """
         path = self.storage_path
-        return open_for_read(self._filesystem(path), path, self.state_size)
+        fs = None if path.scheme == "file" else self._filesystem(path)
+        return open_for_read(fs, path, self.state_size)
 
     def as_bytes_if_in_memory(self) -> bytes | None:
         return None

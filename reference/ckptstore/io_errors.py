@@ -297,10 +297,15 @@ class _GuardedReader(io.BufferedIOBase):
         self._path = path
         self._fs = fs
 
-    def _guard(self) -> contextlib.AbstractContextManager[None]:
+    def _failure(self, exc: Exception) -> BaseException:
+        """What a failed call raises: a closed reader, or the contract's ``OSError`` type.
+
+        A ``try`` around each call rather than a context manager: reads are the hot path of
+        a restore, and an ``except`` costs nothing until something fails.
+        """
         if self._inner.closed:  # Python's ValueError for a closed file, and an OSError
-            raise StreamClosedError(f"the reader of {self._path.shown} is closed")
-        return io_errors("read", self._path, self._fs, any_exception=True)
+            return StreamClosedError(f"the reader of {self._path.shown} is closed")
+        return translate_io_error(exc, "read", self._path, self._fs, any_exception=True)
 
     def readable(self) -> bool:
         return True
@@ -309,16 +314,20 @@ class _GuardedReader(io.BufferedIOBase):
         return bool(self._inner.seekable())
 
     def read(self, size: int | None = -1, /) -> bytes:
-        with self._guard():
+        try:
             return self._inner.read(-1 if size is None else size)
+        except Exception as exc:
+            raise self._failure(exc) from exc
 
     def read1(self, size: int = -1, /) -> bytes:
-        with self._guard():
+        try:
             read1 = getattr(self._inner, "read1", None)
             return bytes(read1(size) if callable(read1) else self._inner.read(size))
+        except Exception as exc:
+            raise self._failure(exc) from exc
 
     def readinto(self, buffer: Any, /) -> int:
-        with self._guard():
+        try:
             readinto = getattr(self._inner, "readinto", None)
             if callable(readinto):
                 return int(readinto(buffer))
@@ -326,10 +335,14 @@ class _GuardedReader(io.BufferedIOBase):
             data = self._inner.read(len(view))
             view[: len(data)] = data
             return len(data)
+        except Exception as exc:
+            raise self._failure(exc) from exc
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
-        with self._guard():
+        try:
             return int(self._inner.seek(offset, whence))
+        except Exception as exc:
+            raise self._failure(exc) from exc
 
     def tell(self) -> int:
         return int(self._inner.tell())
@@ -344,7 +357,7 @@ class _GuardedReader(io.BufferedIOBase):
     def close(self) -> None:
         if self._inner.closed:
             return
-        with self._guard():
+        with io_errors("read", self._path, self._fs, any_exception=True):
             self._inner.close()
 
     def __getattr__(self, name: str) -> Any:
