@@ -15,14 +15,13 @@ from random import getrandbits
 
 __all__ = ["random_uuid4"]
 
-_VERSION_MASK = ~(0xF << 76)
-_VERSION_4 = 0x4 << 76
-_VARIANT_MASK = ~(0xC << 60)
-_VARIANT_RFC4122 = 0x8 << 60
+#: The version (4) and variant (RFC 4122) bits: cleared by the mask, then set.
+_FIXED_MASK = ~(0xF << 76) & ~(0xC << 60)
+_FIXED_BITS = (0x4 << 76) | (0x8 << 60)
 
 
 def random_uuid4() -> str:
     """A fresh random UUID (version 4, RFC 4122 variant) as 36 characters of lowercase text."""
-    bits = (getrandbits(128) & _VERSION_MASK & _VARIANT_MASK) | _VERSION_4 | _VARIANT_RFC4122
+    bits = (getrandbits(128) & _FIXED_MASK) | _FIXED_BITS
     text = f"{bits:032x}"
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"

@@ -163,6 +163,9 @@ class FsCheckpointStateOutputStream:
     _busy = False
     _discard_pending = False
     _closed = True
+    #: What the buffer may hold for a write to be a plain append: the capacity while the
+    #: stream is open, -1 once it is closed (so the append path needs no second check).
+    _room = -1
 
     def __init__(
         self,
@@ -205,6 +208,7 @@ class FsCheckpointStateOutputStream:
         self._io_lock = threading.Lock()
         self._flag_lock = threading.Lock()
         self._closed = False
+        self._room = settings.capacity
 
     # ------------------------------------------------------------------ properties
 
@@ -239,15 +243,15 @@ class FsCheckpointStateOutputStream:
     def write(self, data: bytes | bytearray | memoryview, /) -> int:
         if data.__class__ is not bytes:
             data = require_bytes(data)
-        size = len(data)
-        if size == 0:
-            return 0
         buffer = self._buffer
-        if not self._closed and size <= self._capacity - len(buffer):
+        size = len(data)
+        if len(buffer) + size <= self._room:
             # One append, no I/O and no lock: a stream has one writer (the contract), and a
             # close() racing with it discards the buffer either way.
             buffer += data
             return size
+        if size == 0:
+            return 0  # also on a closed stream, as in Flink (S14: an empty write is no write)
         with self._io_lock:
             self._begin_io()
             try:
@@ -334,13 +338,14 @@ class FsCheckpointStateOutputStream:
         The stream is closed from the start, so a ``close()`` from another thread while the
         file is committed does nothing (the handle wins) and a write fails.
         """
+        with self._flag_lock:
+            if self._closed:
+                raise StreamClosedError(_CLOSED_MESSAGE)
+            self._closed = True
+            self._room = -1
+        if self._writer is None and len(self._buffer) <= self._threshold:
+            return self._inline_handle()  # no I/O: the writer's own thread, nothing to wait for
         with self._io_lock:
-            with self._flag_lock:
-                if self._closed:
-                    raise StreamClosedError(_CLOSED_MESSAGE)
-                self._closed = True
-            if self._writer is None and len(self._buffer) <= self._threshold:
-                return self._inline_handle()
             return self._finish()
 
     def _inline_handle(self) -> ByteStreamStateHandle | None:
@@ -420,6 +425,7 @@ class FsCheckpointStateOutputStream:
             if self._closed:
                 return
             self._closed = True
+            self._room = -1
             if self._busy:
                 self._discard_pending = True
                 return
