@@ -95,9 +95,19 @@ class Summary:
         return overall
 
 
+#: mutmut's word for a mutant no run has tested yet (e.g. of a function added since).
+NOT_RUN = "not checked"
+
+
 def kill_rate(counts: Counter[str]) -> float | None:
-    """(killed + timeout) / (all - excused - skipped); None when nothing counts."""
-    excused = counts["equivalent"] + counts["outside contract"] + counts["skipped"]
+    """(killed + timeout) / (all - excused - skipped - not run); None when nothing counts.
+
+    A mutant no run has tested has no verdict: the report lists it under "other" and leaves
+    it out of the rate rather than count it as killed or survived.
+    """
+    excused = (
+        counts["equivalent"] + counts["outside contract"] + counts["skipped"] + counts[NOT_RUN]
+    )
     considered = sum(counts.values()) - excused
     if considered <= 0:
         return None
@@ -344,8 +354,9 @@ def render(mutants: list[Mutant], stale: list[str], legs: str) -> tuple[str, dic
     lines = [
         f"# Mutation testing of ckptstore by the conformance suite ({legs})",
         "",
-        "Kill rate = (killed + timeout) / (all - equivalent - outside contract); a mutant",
-        "no test reaches ('no tests') counts as a survivor.",
+        "Kill rate = (killed + timeout) / (all - equivalent - outside contract - not run); a",
+        "mutant no test reaches ('no tests') counts as a survivor; 'other' counts the mutants",
+        "no run has tested yet (not in the rate).",
         "",
         "| module | " + " | ".join(columns) + " | other | kill rate |",
         "|---" * (len(columns) + 3) + "|",
@@ -360,7 +371,9 @@ def render(mutants: list[Mutant], stale: list[str], legs: str) -> tuple[str, dic
         lines.append(f"| {module} | {cells} | {other} | {shown} |")
         payload["modules"][module] = {**counts, "kill_rate": rate}  # type: ignore[index]
     survivors = [
-        m for m in mutants if m.status not in KILLED and not m.equivalent and not m.outside
+        m
+        for m in mutants
+        if m.status not in KILLED and m.status != NOT_RUN and not m.equivalent and not m.outside
     ]
     excused = [m for m in mutants if m.status not in KILLED and (m.equivalent or m.outside)]
     lines += ["", f"## Survivors ({len(survivors)})", ""]
