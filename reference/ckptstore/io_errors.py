@@ -41,7 +41,7 @@ import contextlib
 import errno
 import io
 from collections.abc import Iterator, Mapping
-from typing import IO, Any, BinaryIO, cast
+from typing import IO, Any, BinaryIO, NoReturn, cast
 from urllib.parse import urlsplit
 
 from ckptstore.errors import (
@@ -280,12 +280,26 @@ def io_errors(
     try:
         yield
     except Exception as exc:
-        translated = translate_io_error(
-            exc, action, path, fs, any_exception=any_exception, message=message
-        )
-        if translated is exc:
-            raise
-        raise translated from exc
+        _raise_translated(exc, action, path, fs, any_exception=any_exception, message=message)
+
+
+def _raise_translated(
+    exc: Exception,
+    action: str,
+    path: StoragePath,
+    fs: Any = None,
+    *,
+    any_exception: bool = False,
+    message: str | None = None,
+) -> NoReturn:
+    """Raise what :func:`translate_io_error` makes of ``exc``: ``exc`` itself unchanged, or
+    the contract's error caused by it (what :func:`io_errors` does, for ``try`` blocks)."""
+    translated = translate_io_error(
+        exc, action, path, fs, any_exception=any_exception, message=message
+    )
+    if translated is exc:
+        raise exc
+    raise translated from exc
 
 
 class _GuardedReader(io.BufferedIOBase):
@@ -297,15 +311,15 @@ class _GuardedReader(io.BufferedIOBase):
         self._path = path
         self._fs = fs
 
-    def _failure(self, exc: Exception) -> BaseException:
-        """What a failed call raises: a closed reader, or the contract's ``OSError`` type.
+    def _fail(self, exc: Exception) -> NoReturn:
+        """Raise for a failed call: a closed reader, or the contract's ``OSError`` type.
 
-        A ``try`` around each call rather than a context manager: reads are the hot path of
-        a restore, and an ``except`` costs nothing until something fails.
+        Each call has a ``try`` rather than :func:`io_errors`: reads are the hot path of a
+        restore, and an ``except`` costs nothing until something fails.
         """
         if self._inner.closed:  # Python's ValueError for a closed file, and an OSError
-            return StreamClosedError(f"the reader of {self._path.shown} is closed")
-        return translate_io_error(exc, "read", self._path, self._fs, any_exception=True)
+            raise StreamClosedError(f"the reader of {self._path.shown} is closed") from exc
+        _raise_translated(exc, "read", self._path, self._fs, any_exception=True)
 
     def readable(self) -> bool:
         return True
@@ -317,14 +331,14 @@ class _GuardedReader(io.BufferedIOBase):
         try:
             return self._inner.read(-1 if size is None else size)
         except Exception as exc:
-            raise self._failure(exc) from exc
+            self._fail(exc)
 
     def read1(self, size: int = -1, /) -> bytes:
         try:
             read1 = getattr(self._inner, "read1", None)
             return bytes(read1(size) if callable(read1) else self._inner.read(size))
         except Exception as exc:
-            raise self._failure(exc) from exc
+            self._fail(exc)
 
     def readinto(self, buffer: Any, /) -> int:
         try:
@@ -336,13 +350,13 @@ class _GuardedReader(io.BufferedIOBase):
             view[: len(data)] = data
             return len(data)
         except Exception as exc:
-            raise self._failure(exc) from exc
+            self._fail(exc)
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
         try:
             return int(self._inner.seek(offset, whence))
         except Exception as exc:
-            raise self._failure(exc) from exc
+            self._fail(exc)
 
     def tell(self) -> int:
         return int(self._inner.tell())
