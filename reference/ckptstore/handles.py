@@ -131,16 +131,14 @@ class RelativeFileStateHandle(FileStateHandle):
         require_file_name(self.relative_path)
 
     @classmethod
-    def of_file(
+    def of(
         cls, path: StoragePath, state_size: int, *, fs_token: str | None
     ) -> RelativeFileStateHandle:
-        """The handle of a file the caller wrote into a checkpoint directory (see ``of``)."""
-        handle = object.__new__(cls)
-        object.__setattr__(handle, "file_path", path.url)
-        object.__setattr__(handle, "state_size", state_size)
-        object.__setattr__(handle, "fs_token", fs_token)
+        """The handle of a file the caller wrote into a checkpoint directory; its relative
+        path is the file's name (see ``FileStateHandle.of``)."""
+        handle = super(RelativeFileStateHandle, cls).of(path, state_size, fs_token=fs_token)
         object.__setattr__(handle, "relative_path", path.name)
-        return handle
+        return handle  # type: ignore[return-value]
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

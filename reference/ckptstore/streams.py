@@ -197,13 +197,6 @@ class FsCheckpointStateOutputStream:
 
     def _setup(self, settings: StreamSettings) -> None:
         self._settings = settings
-        self._base_dir = settings.base_dir
-        self._capacity = settings.capacity
-        self._threshold = settings.threshold
-        self._fs_token = settings.fs_token
-        self._entropy = settings.entropy
-        self._relative = settings.relative
-        self._object_store = settings.object_store
         self._buffer = bytearray()
         self._io_lock = threading.Lock()
         self._flag_lock = threading.Lock()
@@ -218,7 +211,7 @@ class FsCheckpointStateOutputStream:
 
     @property
     def base_dir(self) -> str:
-        return self._base_dir.url
+        return self._settings.base_dir.url
 
     @property
     def file_path(self) -> str | None:
@@ -262,13 +255,13 @@ class FsCheckpointStateOutputStream:
 
     def _write_beyond_buffer(self, view: memoryview, size: int) -> None:
         """Write ``size`` bytes that do not fit in what is left of the buffer."""
-        if size >= self._capacity:
+        if size >= self._settings.capacity:
             self._spill()
             assert self._writer is not None
             self._writer.write(view)
             self._file_pos += size
         else:
-            remaining = self._capacity - len(self._buffer)
+            remaining = self._settings.capacity - len(self._buffer)
             self._buffer += view[:remaining]
             self._spill()
             self._buffer += view[remaining:]
@@ -278,7 +271,7 @@ class FsCheckpointStateOutputStream:
         with self._io_lock:
             self._begin_io()
             try:
-                if self._writer is not None or len(self._buffer) > self._threshold:
+                if self._writer is not None or len(self._buffer) > self._settings.threshold:
                     self._spill()
                     assert self._writer is not None
                     self._writer.flush()
@@ -309,12 +302,13 @@ class FsCheckpointStateOutputStream:
         Any failure moves on to a new name, except an unreachable endpoint: another name
         would not reach it either, so that fails at once (within the retry budget).
         """
+        settings = self._settings
         if self._fs is None:
-            self._fs = filesystem_for(self._base_dir, self._fs_token)
+            self._fs = filesystem_for(settings.base_dir, settings.fs_token)
         for _ in range(MAX_FILE_CREATION_ATTEMPTS):
-            target = self._base_dir.child(random_uuid4())
-            if self._entropy is not None:
-                target = self._entropy.inject(target)
+            target = settings.base_dir.child(random_uuid4())
+            if settings.entropy is not None:
+                target = settings.entropy.inject(target)
             try:
                 writer = open_exclusive_write(self._fs, target)
             except Exception as exc:
@@ -324,7 +318,7 @@ class FsCheckpointStateOutputStream:
                 continue
             self._writer = writer
             self._file = target
-            self._file_may_exist = not self._object_store
+            self._file_may_exist = not settings.object_store
             return
         raise with_context(
             failure, "Could not open output stream for state backend", target, self._fs
@@ -343,7 +337,7 @@ class FsCheckpointStateOutputStream:
                 raise StreamClosedError(_CLOSED_MESSAGE)
             self._closed = True
             self._room = -1
-        if self._writer is None and len(self._buffer) <= self._threshold:
+        if self._writer is None and len(self._buffer) <= self._settings.threshold:
             return self._inline_handle()  # no I/O: the writer's own thread, nothing to wait for
         with self._io_lock:
             return self._finish()
@@ -366,14 +360,14 @@ class FsCheckpointStateOutputStream:
             committing = True
             sync_and_close(self._writer, self._file)
         except Exception as exc:
-            target = self._file.url if self._file is not None else self._base_dir.url
+            target = self._file.url if self._file is not None else self._settings.base_dir.url
             if committing and self._committed_despite(exc):
                 self._writer = None  # our object is there: nothing to discard or abort
                 return self._handle()
             if isinstance(exc, FileExistsError):
                 # the exclusive commit found another writer's object: never delete that one
                 self._file_may_exist = False
-            elif self._object_store and is_unreachable(exc):
+            elif self._settings.object_store and is_unreachable(exc):
                 # the upload never reached the store: nothing to delete, and a delete could
                 # not reach it either (it would only spend the retry budget a second time)
                 self._file_may_exist = False
@@ -382,7 +376,7 @@ class FsCheckpointStateOutputStream:
                 exc,
                 f"Could not flush to file and close the file system output stream to {target} "
                 "in order to obtain the stream state handle",
-                self._file if self._file is not None else self._base_dir,
+                self._file if self._file is not None else self._settings.base_dir,
                 self._fs,
             ) from exc
         self._writer = None
@@ -397,7 +391,7 @@ class FsCheckpointStateOutputStream:
         only this stream uses, so an object of the size written is ours. Also decides the
         cleanup: an absent object needs no delete, another size is not ours to delete.
         """
-        if not self._object_store or self._file is None or is_unreachable(exc):
+        if not self._settings.object_store or self._file is None or is_unreachable(exc):
             return False
         try:
             size = existing_size(self._fs, self._file)
@@ -410,11 +404,8 @@ class FsCheckpointStateOutputStream:
 
     def _handle(self) -> FileStateHandle:
         assert self._file is not None
-        if self._relative:
-            return RelativeFileStateHandle.of_file(
-                self._file, self._file_pos, fs_token=self._fs_token
-            )
-        return FileStateHandle.of(self._file, self._file_pos, fs_token=self._fs_token)
+        kind = RelativeFileStateHandle if self._settings.relative else FileStateHandle
+        return kind.of(self._file, self._file_pos, fs_token=self._settings.fs_token)
 
     def close(self) -> None:
         """Discard the stream: delete its own file, if any, and nothing else (S13).
@@ -468,4 +459,5 @@ class FsCheckpointStateOutputStream:
                 self.close()
 
     def __repr__(self) -> str:
-        return f"FsCheckpointStateOutputStream({self._base_dir.shown!r}, pos={self.tell()})"
+        shown = self._settings.base_dir.shown
+        return f"FsCheckpointStateOutputStream({shown!r}, pos={self.tell()})"
