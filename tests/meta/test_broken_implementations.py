@@ -62,3 +62,13 @@ def test_broken_implementation_fails_its_clause(module, tmp_path):
                 f"the failure message of {test['nodeid']} does not name its clause:\n"
                 + test["message"]
             )
+
+
+def test_every_clause_is_broken_by_a_broken_implementation():
+    """The promise: every clause is shown to fail against an implementation that breaks it."""
+    broken_by: dict[str, list[str]] = {cid: [] for cid in CLAUSES}
+    for module in ckptbroken.MODULES:
+        for cid in importlib.import_module(f"ckptbroken.{module}").conformance_target.breaks:
+            broken_by[cid].append(module)
+    unbroken = sorted(cid for cid, modules in broken_by.items() if not modules)
+    assert not unbroken, f"no broken implementation breaks {len(unbroken)} clauses: {unbroken}"
