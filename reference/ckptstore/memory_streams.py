@@ -25,7 +25,7 @@ from ckptstore.errors import (
     StateSizeExceededError,
     StreamClosedError,
 )
-from ckptstore.names import random_uuid4
+from ckptstore.names import unique_name
 from ckptstore.validation import (
     JAVA_INT_MAX,
     require_bytes,
@@ -109,7 +109,7 @@ class MemoryCheckpointOutputStream:
         data = self.close_and_get_bytes()
         if not data:
             return None
-        return ByteStreamStateHandle.of(random_uuid4(), data)
+        return ByteStreamStateHandle.of(unique_name(), data)
 
     def close(self) -> None:
         with self._lock:

@@ -51,7 +51,7 @@ from ckptstore.filesystems import (
 )
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.io_errors import is_unreachable, with_context
-from ckptstore.names import random_uuid4
+from ckptstore.names import random_uuid4, unique_name
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.validation import MAX_WRITE_BUFFER_SIZE, require_bytes, require_int
 
@@ -153,9 +153,14 @@ class FsCheckpointStateOutputStream:
     :meth:`with_settings` from settings they validated once.
     """
 
+    # Set by with_settings for every stream
+    _settings: StreamSettings
+    _buffer: bytearray
+    _flag_lock: threading.Lock
     # What a new stream starts with (the class answers until an instance sets its own, which
     # also serves a stream whose __init__ failed): no file, nothing written, no I/O going on.
     _fs: Any = None
+    _io_lock: threading.Lock | None = None
     _writer: IO[bytes] | None = None
     _file: StoragePath | None = None
     _file_pos = 0
@@ -177,31 +182,37 @@ class FsCheckpointStateOutputStream:
         allow_relative_paths: bool = False,
         entropy: EntropyInjector | None = None,
     ) -> None:
-        self._setup(
-            StreamSettings.validated(
-                base_dir,
-                buffer_size=buffer_size,
-                threshold=threshold,
-                fs_token=fs_token,
-                allow_relative_paths=allow_relative_paths,
-                entropy=entropy,
-            )
+        settings = StreamSettings.validated(
+            base_dir,
+            buffer_size=buffer_size,
+            threshold=threshold,
+            fs_token=fs_token,
+            allow_relative_paths=allow_relative_paths,
+            entropy=entropy,
         )
+        # A stream made by direct construction is the one with_settings makes.
+        vars(self).update(vars(self.with_settings(settings)))
 
     @classmethod
     def with_settings(cls, settings: StreamSettings) -> FsCheckpointStateOutputStream:
         """A stream from settings validated once (what factories call per stream)."""
         stream = cls.__new__(cls)
-        stream._setup(settings)
+        stream._settings = settings
+        stream._buffer = bytearray()
+        stream._flag_lock = threading.Lock()
+        stream._closed = False
+        stream._room = settings.capacity
         return stream
 
-    def _setup(self, settings: StreamSettings) -> None:
-        self._settings = settings
-        self._buffer = bytearray()
-        self._io_lock = threading.Lock()
-        self._flag_lock = threading.Lock()
-        self._closed = False
-        self._room = settings.capacity
+    def _io_guard(self) -> threading.Lock:
+        """The lock that serialises I/O, made on first use: inline streams never need one."""
+        lock = self._io_lock
+        if lock is None:
+            with self._flag_lock:
+                lock = self._io_lock
+                if lock is None:
+                    lock = self._io_lock = threading.Lock()
+        return lock
 
     # ------------------------------------------------------------------ properties
 
@@ -245,7 +256,7 @@ class FsCheckpointStateOutputStream:
             return size
         if size == 0:
             return 0  # also on a closed stream, as in Flink (S14: an empty write is no write)
-        with self._io_lock:
+        with self._io_guard():
             self._begin_io()
             try:
                 self._write_beyond_buffer(memoryview(data), size)
@@ -268,7 +279,7 @@ class FsCheckpointStateOutputStream:
 
     def flush(self) -> None:
         """Spill to the file only if one exists or more than the threshold is buffered (S9)."""
-        with self._io_lock:
+        with self._io_guard():
             self._begin_io()
             try:
                 if self._writer is not None or len(self._buffer) > self._settings.threshold:
@@ -280,7 +291,7 @@ class FsCheckpointStateOutputStream:
 
     def flush_to_file(self) -> None:
         """Write the buffered bytes to the file, creating it if needed (S8)."""
-        with self._io_lock:
+        with self._io_guard():
             self._begin_io()
             try:
                 self._spill()
@@ -332,23 +343,26 @@ class FsCheckpointStateOutputStream:
         The stream is closed from the start, so a ``close()`` from another thread while the
         file is committed does nothing (the handle wins) and a write fails.
         """
-        with self._flag_lock:
-            if self._closed:
-                raise StreamClosedError(_CLOSED_MESSAGE)
+        flags = self._flag_lock
+        flags.acquire()  # not 'with': half the cost, on the path of every inline state
+        try:
+            was_closed = self._closed
             self._closed = True
             self._room = -1
-        if self._writer is None and len(self._buffer) <= self._settings.threshold:
-            return self._inline_handle()  # no I/O: the writer's own thread, nothing to wait for
-        with self._io_lock:
+        finally:
+            flags.release()
+        if was_closed:
+            raise StreamClosedError(_CLOSED_MESSAGE)
+        buffer = self._buffer
+        if self._writer is None and len(buffer) <= self._settings.threshold:
+            # Inline state (S5), or None for an empty stream: no I/O, so no lock to wait for.
+            if not buffer:
+                return None
+            data = bytes(buffer)
+            buffer.clear()
+            return ByteStreamStateHandle.of(self._settings.inline_prefix + unique_name(), data)
+        with self._io_guard():
             return self._finish()
-
-    def _inline_handle(self) -> ByteStreamStateHandle | None:
-        """The buffered bytes as inline state (``None`` for an empty stream), no I/O (S5)."""
-        if not self._buffer:
-            return None
-        data = bytes(self._buffer)
-        self._buffer.clear()
-        return ByteStreamStateHandle.of(self._settings.inline_prefix + random_uuid4(), data)
 
     def _finish(self) -> StreamStateHandle:
         committing = False
@@ -420,7 +434,7 @@ class FsCheckpointStateOutputStream:
             if self._busy:
                 self._discard_pending = True
                 return
-        with self._io_lock:
+        with self._io_guard():
             self._discard_file()
 
     def _discard_file(self) -> None:

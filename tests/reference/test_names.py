@@ -3,38 +3,56 @@
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 
 import pytest
 
 from ckptstore.api import ByteStreamStateHandle
-from ckptstore.names import random_uuid4
+from ckptstore.names import random_uuid4, unique_name
 
 
-def test_names_are_version_4_uuids_in_canonical_text():
+@pytest.mark.parametrize("make", [random_uuid4, unique_name])
+def test_names_are_version_4_uuids_in_canonical_text(make):
     for _ in range(2000):
-        text = random_uuid4()
+        text = make()
         parsed = uuid.UUID(text)
         assert str(parsed) == text
         assert parsed.version == 4
         assert parsed.variant == uuid.RFC_4122
 
 
-def test_names_do_not_repeat():
-    names = {random_uuid4() for _ in range(100_000)}
+@pytest.mark.parametrize("make", [random_uuid4, unique_name])
+def test_names_do_not_repeat(make):
+    names = {make() for _ in range(100_000)}
     assert len(names) == 100_000
 
 
+def test_threads_never_share_a_unique_name():
+    drawn: list[list[str]] = [[] for _ in range(4)]
+
+    def draw(names: list[str]) -> None:
+        names.extend(unique_name() for _ in range(20_000))
+
+    threads = [threading.Thread(target=draw, args=(names,)) for names in drawn]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({name for names in drawn for name in names}) == 80_000
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_a_forked_child_does_not_repeat_its_parents_names():
+@pytest.mark.parametrize("make", [random_uuid4, unique_name])
+def test_a_forked_child_does_not_repeat_its_parents_names(make):
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: its next names, to the parent
         os.close(read)
-        os.write(write, "\n".join(random_uuid4() for _ in range(100)).encode())
+        os.write(write, "\n".join(make() for _ in range(100)).encode())
         os._exit(0)
     os.close(write)
-    parent = {random_uuid4() for _ in range(100)}
+    parent = {make() for _ in range(100)}
     with os.fdopen(read, "rb") as pipe:
         child = set(pipe.read().decode().split("\n"))
     os.waitpid(pid, 0)
