@@ -19,7 +19,9 @@ excuses mutants, each with its reason: ``[[equivalent]]`` names one mutant and c
 diff (an entry that no longer matches its mutant is reported as stale rather than silently
 excusing another one); ``[[outside_contract]]`` names a function of the reference whose
 behaviour no clause can observe through ``ckptstore.api`` (a storage's own equality, its
-representation), so a suite that ignores it is right to. Excused mutants are listed in the
+representation), so a suite that ignores it is right to; ``[[message_text]]`` names a
+parameter whose argument shapes only an error's words (``scripts/mutation_messages.py``
+compares the mutant's syntax tree with the original's). Excused mutants are listed in the
 report, never dropped.
 
 Usage::
@@ -49,11 +51,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mutation_messages import MessageParameter, message_reason
+
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference" / "ckptstore"
 SUITE_PACKAGE = ROOT / "conformance" / "ckptconform"
 EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
 KILLED = ("killed", "timeout")
+EXCUSED = ("equivalent", "outside contract", "message text")
 UNREACHED = "no tests"
 
 
@@ -67,6 +72,12 @@ class Mutant:
     diff: str = ""
     equivalent: str = ""
     outside: str = ""
+    message: str = ""
+
+    @property
+    def excuse(self) -> str:
+        """Why the suite is right to let it survive ('' for a real survivor)."""
+        return self.equivalent or self.outside or self.message
 
     @property
     def module(self) -> str:
@@ -86,6 +97,8 @@ class Summary:
                 status = "equivalent"
             elif mutant.outside:
                 status = "outside contract"
+            elif mutant.message:
+                status = "message text"
         self.by_module[mutant.module][status] += 1
 
     def total(self) -> Counter[str]:
@@ -105,9 +118,7 @@ def kill_rate(counts: Counter[str]) -> float | None:
     A mutant no run has tested has no verdict: the report lists it under "other" and leaves
     it out of the rate rather than count it as killed or survived.
     """
-    excused = (
-        counts["equivalent"] + counts["outside contract"] + counts["skipped"] + counts[NOT_RUN]
-    )
+    excused = sum(counts[c] for c in EXCUSED) + counts["skipped"] + counts[NOT_RUN]
     considered = sum(counts.values()) - excused
     if considered <= 0:
         return None
@@ -321,6 +332,7 @@ def classify(mutants: list[Mutant]) -> list[str]:
     """Fill in survivors' diffs and mark the listed equivalent ones; return stale entries."""
     entries = {entry["mutant"]: entry for entry in load_excuses("equivalent")}
     outside = {entry["function"]: entry["why"] for entry in load_excuses("outside_contract")}
+    parameters = [MessageParameter.of(entry) for entry in load_excuses("message_text")]
     stale = []
     survivors = [m for m in mutants if m.status not in KILLED]
     diffs: dict[str, str] = {}
@@ -329,6 +341,9 @@ def classify(mutants: list[Mutant]) -> list[str]:
     for mutant in survivors:
         mutant.diff = diffs.get(mutant.name, "")
         mutant.outside = outside.get(mutant.name.rpartition("__mutmut_")[0], "")
+        mutated = mutant.workdir / "mutants" / "src" / Path(*mutant.module.split("."))
+        if not mutant.outside and mutated.with_suffix(".py").exists():
+            mutant.message = message_reason(mutant.name, mutated.with_suffix(".py"), parameters)
         entry = entries.pop(mutant.name, None)
         if entry is None:
             continue
@@ -350,11 +365,12 @@ def render(mutants: list[Mutant], stale: list[str], legs: str) -> tuple[str, dic
     summary = Summary()
     for mutant in mutants:
         summary.add(mutant)
-    columns = ("killed", "timeout", "survived", UNREACHED, "equivalent", "outside contract")
+    columns = ("killed", "timeout", "survived", UNREACHED, *EXCUSED)
     lines = [
         f"# Mutation testing of ckptstore by the conformance suite ({legs})",
         "",
-        "Kill rate = (killed + timeout) / (all - equivalent - outside contract - not run); a",
+        "Kill rate = (killed + timeout) / (all - excused - not run), where equivalent, outside",
+        "contract and message text are the excuses of scripts/mutation_equivalents.toml; a",
         "mutant no test reaches ('no tests') counts as a survivor; 'other' counts the mutants",
         "no run has tested yet (not in the rate).",
         "",
@@ -371,16 +387,14 @@ def render(mutants: list[Mutant], stale: list[str], legs: str) -> tuple[str, dic
         lines.append(f"| {module} | {cells} | {other} | {shown} |")
         payload["modules"][module] = {**counts, "kill_rate": rate}  # type: ignore[index]
     survivors = [
-        m
-        for m in mutants
-        if m.status not in KILLED and m.status != NOT_RUN and not m.equivalent and not m.outside
+        m for m in mutants if m.status not in KILLED and m.status != NOT_RUN and not m.excuse
     ]
-    excused = [m for m in mutants if m.status not in KILLED and (m.equivalent or m.outside)]
+    excused = [m for m in mutants if m.status not in KILLED and m.excuse]
     lines += ["", f"## Survivors ({len(survivors)})", ""]
     for mutant in survivors:
         lines += [f"### {mutant.name} ({mutant.status})", "", "```diff", mutant.diff, "```", ""]
     lines += [f"## Excused ({len(excused)})", ""]
-    lines += [f"- {m.name}: {m.equivalent or m.outside}" for m in excused]
+    lines += [f"- {m.name}: {m.excuse}" for m in excused]
     lines.append("")
     if stale:
         lines += ["## Stale entries in mutation_equivalents.toml", ""]

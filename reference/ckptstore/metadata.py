@@ -191,7 +191,6 @@ class FsCheckpointMetadataOutputStream:
         self._buffer: io.BytesIO | None = io.BytesIO()
         self._lock = threading.Lock()
         self._closed = False
-        self._finalizing = False
 
     @property
     def metadata_file_path(self) -> str:
@@ -223,7 +222,6 @@ class FsCheckpointMetadataOutputStream:
         with self._lock:
             if self._closed or self._buffer is None:
                 raise StreamClosedError(_CLOSED_MESSAGE)
-            self._finalizing = True
             data = self._buffer.getvalue()
             try:
                 publish_exclusive(self._fs, self._target, data)
@@ -240,7 +238,6 @@ class FsCheckpointMetadataOutputStream:
             finally:
                 self._closed = True
                 self._buffer = None
-                self._finalizing = False
         handle = FileStateHandle(self._target.url, len(data), fs_token=self._fs_token)
         return FsCompletedCheckpointStorageLocation(
             self._exclusive_dir.url,

@@ -36,11 +36,9 @@ __all__ = [
     "S3_SCHEMES",
     "StoragePath",
     "canonical_scheme",
-    "is_local_url",
     "normalise_path_text",
     "parse_storage_path",
     "remove_dot_segments",
-    "scheme_of",
 ]
 
 #: Spellings of the local file system; ``local`` is fsspec's alias of ``file``.
@@ -103,17 +101,6 @@ def remove_dot_segments(path: str, *, shown: str | None = None) -> str:
     return result or "/"
 
 
-def scheme_of(url: str) -> str:
-    """The canonical scheme of a URL or path (``file`` for scheme-less local paths)."""
-    match = _SCHEME_RE.match(url)
-    return canonical_scheme(match.group(1)) if match else "file"
-
-
-def is_local_url(url: str) -> bool:
-    """True for ``/x``, ``x``, ``file:/x``, ``file:///x`` and ``local://x``."""
-    return scheme_of(url) == "file"
-
-
 @dataclass(frozen=True, slots=True)
 class StoragePath:
     """A normalised location: canonical scheme + the fsspec path of that scheme.
@@ -167,10 +154,6 @@ class StoragePath:
             raise InvalidPathError(f"{name!r} is not a name below {self.url}")
         base = self.path.rstrip("/")
         return StoragePath(self.scheme, f"{base}/{name}" if base else f"/{name}")
-
-    def is_parent_of(self, other: StoragePath) -> bool:
-        """True when ``other`` lies directly in this directory."""
-        return self.scheme == other.scheme and other.parent.path == self.path
 
     def __str__(self) -> str:
         return self.url

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ckptstore.errors import InvalidArgumentError, MissingArgumentError
-from ckptstore.paths import StoragePath, is_local_url, parse_storage_path, scheme_of
+from ckptstore.paths import StoragePath, parse_storage_path
 
 
 @pytest.mark.parametrize(
@@ -40,11 +40,11 @@ def test_relative_local_paths_are_made_absolute() -> None:
 
 
 def test_scheme_detection() -> None:
-    assert scheme_of("/x") == "file"
-    assert scheme_of("file:/x") == "file"
-    assert scheme_of("s3://b/k") == "s3"
-    assert is_local_url("local:///x")
-    assert not is_local_url("memory:///x")
+    assert parse_storage_path("/x").scheme == "file"
+    assert parse_storage_path("file:/x").scheme == "file"
+    assert parse_storage_path("local:///x").scheme == "file"
+    assert parse_storage_path("s3://b/k").scheme == "s3"
+    assert parse_storage_path("memory:///x").scheme == "memory"
 
 
 def test_join_parent_name() -> None:
@@ -53,8 +53,7 @@ def test_join_parent_name() -> None:
     assert child.url == "s3://bucket/ckpt/job/chk-1"
     assert child.name == "chk-1"
     assert child.parent.url == "s3://bucket/ckpt/job"
-    assert base.is_parent_of(base.child("x"))
-    assert not base.is_parent_of(child)
+    assert base.child("x").parent == base
     local = parse_storage_path("/a")
     assert local.parent == StoragePath("file", "/")
     assert local.child("b/").url == "file:///a/b"
