@@ -35,6 +35,8 @@ Usage::
     python scripts/mutation.py --rerun-survivors       # after adding tests
     python scripts/mutation.py --backend=moto --modules streams.py \
         --survivors-of .mutation/local+memory          # S3-only paths of the survivors
+    python scripts/mutation.py --backend=moto --modules pointers.py \
+        --survivors-of .mutation/core-local+memory --diff-matches 'token|options'
 """
 
 from __future__ import annotations
@@ -442,6 +444,12 @@ def main(argv: list[str] | None = None) -> int:
         "the S3-only survivors of .mutation/local+memory on --backend=moto",
     )
     parser.add_argument(
+        "--diff-matches",
+        metavar="REGEX",
+        help="with --rerun-survivors or --survivors-of: only the survivors whose diff matches, "
+        "e.g. 'token|options|entropy' for the S3-only paths worth a slow moto run",
+    )
+    parser.add_argument(
         "--merge",
         action="store_true",
         help="report over every leg configuration run so far (.mutation/*): a mutant killed "
@@ -456,11 +464,19 @@ def main(argv: list[str] | None = None) -> int:
         prepare(workdir, args.modules, args.backend, args.impl)
         sources = [p.resolve() for p in args.survivors_of or [workdir]]
         modules = {f"ckptstore.{Path(m).stem}" for m in args.modules if "*" not in m}
-        names = [
-            m.name
+        chosen = [
+            m
             for m in merge([read_results(source) for source in sources])
             if m.status not in KILLED and (not modules or m.module in modules)
         ]
+        if args.diff_matches:
+            pattern = re.compile(args.diff_matches)
+            diffs: dict[str, str] = {}
+            for source in {m.workdir for m in chosen}:
+                diffs.update(mutant_diffs(source, [m.name for m in chosen if m.workdir == source]))
+            chosen = [m for m in chosen if pattern.search(diffs.get(m.name, ""))]
+        names = [m.name for m in chosen]
+        print(f"{len(names)} mutants to run", flush=True)
         if names:
             mutmut(workdir, "run", "--max-children", str(args.max_children), *names)
     elif not args.report_only:
