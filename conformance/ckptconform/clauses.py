@@ -640,7 +640,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("MD4", "MD5")),
     ("MD-7", "MUST", (), "resolve_handle",
      "A completed location's resolve_handle() returns handles that read the same bytes for the "
-     "location's own handles, inline handles and absolute file handles, and raises ValueError "
+     "location's own handles, the job's shared and task-owned handles (a checkpoint references "
+     "them too), inline handles and absolute file handles, and raises ValueError "
      "for a relative handle whose relative_path is not one file name inside the directory "
      "(contract: it never reads outside the checkpoint). This goes beyond Flink on purpose: "
      "Flink rebases any relative path unchecked (H5: new Path(exclusiveDir, relativePath)), so "

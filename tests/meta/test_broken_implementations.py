@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,13 @@ def test_every_clause_is_broken_by_a_broken_implementation():
             broken_by[cid].append(module)
     unbroken = sorted(cid for cid, modules in broken_by.items() if not modules)
     assert not unbroken, f"no broken implementation breaks {len(unbroken)} clauses: {unbroken}"
+
+
+def test_every_broken_module_is_listed():
+    """A module left out of ckptbroken.MODULES would never run: the list is the directory."""
+    directory = Path(ckptbroken.__file__).parent
+    found = {p.stem for p in directory.glob("*.py") if not p.stem.startswith("_")}
+    assert found == set(ckptbroken.MODULES), (
+        f"not listed: {sorted(found - set(ckptbroken.MODULES))}; "
+        f"listed, no module: {sorted(set(ckptbroken.MODULES) - found)}"
+    )

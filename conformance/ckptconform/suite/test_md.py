@@ -192,18 +192,20 @@ class ForeignRelativeHandle:
 
 @pytest.mark.clause("MD-7")
 def test_resolve_handle(sandbox, target):
-    """MD-7: resolve_handle() keeps the bytes of own, inline and absolute file handles, and
-    raises ValueError for a relative_path that is not one file name inside the directory."""
+    """MD-7: resolve_handle() keeps the bytes of own, shared, task-owned, inline and absolute
+    file handles, and raises ValueError for a relative_path that is not one file name inside
+    the directory."""
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
     completed, written = drv.checkpoint(
         7, exclusive=[payload(4000, 1), payload(9, 2)], shared=[payload(6000, 3)]
     )
     inline = ByteStreamStateHandle("suite-inline", b"inline bytes")
-    for handle, blob in [*written, (inline, b"inline bytes")]:
-        assert read_handle(completed.resolve_handle(handle)) == blob, fail_message(
-            "MD-7", "resolve_handle", sandbox, handle=handle
-        )
+    # task-owned state that the checkpoint references (Flink's changelog files)
+    owned = [(drv.task_owned(blob), blob) for blob in (payload(5000, 4), payload(9, 5))]
+    for handle, blob in [*written, *owned, (inline, b"inline bytes")]:
+        with tagged("MD-7", "resolve_handle, then read", sandbox, handle=handle):
+            assert read_handle(completed.resolve_handle(handle)) == blob
     victim = join(completed.external_pointer.rstrip("/").rsplit("/", 1)[0], "victim")
     # not one file name inside the directory ('a\\b' is one on POSIX and S3: not rejected)
     for bad in ("../victim", "..", ".", "", "a/b", "/etc/passwd", "../../x"):
