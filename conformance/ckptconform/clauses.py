@@ -445,9 +445,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "resolveCheckpoint; Flink's handle carries the file's length).",
      ("seed 001", "CS1", "ACC4", "PTR9")),
     ("PTR-2", "MUST", (), "pointer spellings",
-     "The checkpoint directory, the directory with a trailing '/', and the metadata file all "
-     "resolve to the same external pointer and metadata bytes, with state_size their number or "
-     "-1 (Flink PTR8, T-BASE1).",
+     "The checkpoint directory, the directory with a trailing '/', the directory with a '/' "
+     "doubled inside its path, and the metadata file all resolve to the same external pointer "
+     "and metadata bytes, with state_size their number or -1 (Flink PTR8, T-BASE1; Flink's "
+     "Path collapses runs of '/' and drops a trailing one).",
      ("PTR6", "PTR7", "PTR8", "T-BASE1")),
     ("PTR-3", "MUST", (), "stable pointer",
      "Resolving an external pointer gives a location whose external_pointer is the same string "

@@ -38,7 +38,7 @@ checkpoint_ids = st.one_of(
 )
 
 #: How a test names a checkpoint: its directory, the directory with '/', or its metadata file.
-pointer_spellings = st.sampled_from(["dir", "dir/", "metadata-file"])
+pointer_spellings = st.sampled_from(["dir", "dir/", "dir//", "metadata-file"])
 
 
 def sizes_around(threshold: int, spread: int = 3) -> st.SearchStrategy[int]:

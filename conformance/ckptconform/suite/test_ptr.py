@@ -43,7 +43,15 @@ def spell(completed, spelling: str) -> str | None:
         return completed.external_pointer
     if spelling == "dir/":
         return completed.external_pointer.rstrip("/") + "/"
+    if spelling == "dir//":
+        return doubled_slash(completed.external_pointer)
     return file_path(completed.metadata_handle)
+
+
+def doubled_slash(pointer: str) -> str:
+    """``pointer`` with the '/' before its last segment doubled (``.../job//chk-3``)."""
+    head, _, last = pointer.rstrip("/").rpartition("/")
+    return f"{head}//{last}"
 
 
 def _resolves_to(sandbox, clause, stable, storage, pointer, expected_pointer, metadata, **inputs):
@@ -75,8 +83,8 @@ def _resolves_to(sandbox, clause, stable, storage, pointer, expected_pointer, me
 @given(checkpoint_id=checkpoint_ids, spelling=pointer_spellings)
 def test_pointer_resolves_in_every_spelling(sandbox, target, checkpoint_id, spelling):
     """PTR-1: the external_pointer resolves through the storage, its accesses and a fresh
-    storage to the metadata bytes; PTR-2: so do the directory with a trailing '/' and the
-    metadata file; PTR-3: the resolved external_pointer is the same string."""
+    storage to the metadata bytes; PTR-2: so do the directory with a trailing or a doubled '/'
+    and the metadata file; PTR-3: the resolved external_pointer is the same string."""
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
     metadata = payload(3000, seed=checkpoint_id % 251)
@@ -286,7 +294,7 @@ def upload_tree(sandbox, local_dir: str, url: str) -> None:
 def test_flink_written_checkpoints_resolve(sandbox, target, tmp_path):
     """PTR-10: pointers into the checkpoint and savepoint directories Apache Flink 2.3.0 wrote
     resolve to their _metadata bytes, Flink's in-flight chk-13 does not; PTR-2: the directory
-    with a trailing '/' resolves to the same."""
+    with a trailing '/' or a doubled '/' resolves to the same."""
     local = extract_flink_trees(str(tmp_path))
     url = join(sandbox.root, "flink")
     upload_tree(sandbox, local, url)
@@ -300,9 +308,10 @@ def test_flink_written_checkpoints_resolve(sandbox, target, tmp_path):
             expected = fh.read()
         with tagged("PTR-10", "read Flink's _metadata from the fixture"):
             assert expected[:4] == bytes.fromhex("4960672d")  # Flink's metadata magic number
-        for pointer in (directory, join(directory, "_metadata"), directory + "/"):
-            # the plain spellings are PTR-10's; the trailing '/' one is PTR-2's
-            clause = "PTR-2" if pointer.endswith("/") else "PTR-10"
+        spellings = (directory, join(directory, "_metadata"), directory + "/")
+        for pointer in (*spellings, doubled_slash(directory)):
+            # the plain spellings are PTR-10's; the trailing '/' and the doubled '/' PTR-2's
+            clause = "PTR-2" if pointer not in spellings[:2] else "PTR-10"
             with tagged(clause, "resolve_checkpoint (Flink tree)", sandbox, pointer=pointer):
                 loc = storage.resolve_checkpoint(pointer)
                 assert read_handle(loc.metadata_handle) == expected, "metadata bytes differ"
