@@ -446,8 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--diff-matches",
         metavar="REGEX",
-        help="with --rerun-survivors or --survivors-of: only the survivors whose diff matches, "
-        "e.g. 'token|options|entropy' for the S3-only paths worth a slow moto run",
+        help="with --rerun-survivors or --survivors-of: only the survivors whose name or diff "
+        "matches, e.g. 'ckptstore\\.entropy|token|options' for the S3-only paths worth a slow "
+        "moto run",
     )
     parser.add_argument(
         "--merge",
@@ -474,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
             diffs: dict[str, str] = {}
             for source in {m.workdir for m in chosen}:
                 diffs.update(mutant_diffs(source, [m.name for m in chosen if m.workdir == source]))
-            chosen = [m for m in chosen if pattern.search(diffs.get(m.name, ""))]
+            chosen = [m for m in chosen if pattern.search(f"{m.name}\n{diffs.get(m.name, '')}")]
         names = [m.name for m in chosen]
         print(f"{len(names)} mutants to run", flush=True)
         if names:
