@@ -20,7 +20,11 @@ Figures (``Bench.figures``):
   ``open_input_stream``) and ``fsspec`` (``fs.open(path, 'rb')``).
 - ``inline``: states per second of a small state (1000 bytes in 100-byte writes, below the
   inline threshold), against the same writes into ``io.BytesIO``.
-- ``threads``: N states written by one thread and by ``threads`` threads at once (local).
+- ``threads``: N states written by one thread and by ``threads`` threads at once, on the
+  local leg and, where Linux's ``/dev/shm`` is there, on a RAM disk (``threads-ramdisk``):
+  every state ends in an ``fsync``, so on a disk that one thread already keeps busy more
+  threads add little; on a RAM disk the sync is free and the figure shows whether the target
+  holds a lock around its I/O.
 
 With a peer (``--peer flink``, ``ckptconform.bench_peer``), the local leg's write figures and
 the inline figure get a ``flink`` variant, Flink 2.3.0's own ``FsCheckpointStreamFactory``
@@ -39,13 +43,16 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ckptconform.backends.local import LocalBackend
 from ckptconform.bench_stats import Summary, paired_ratios, rates
 from ckptstore.api import CheckpointedStateScope, JobID
 
@@ -197,6 +204,21 @@ def _attempt(case: Case, step: Callable[[], object]) -> object:
 
 
 # --------------------------------------------------------------------------- legs
+
+#: Where Linux keeps a RAM disk (tmpfs) that every user may write to.
+RAMDISK = "/dev/shm"
+
+
+class RamDiskBackend(LocalBackend):
+    """The local backend with its directory on the RAM disk (for the threads figure only)."""
+
+    name = "ramdisk"
+
+    def _start(self) -> None:
+        from fsspec.implementations.local import LocalFileSystem
+
+        self._dir = Path(tempfile.mkdtemp(prefix="ckptconform-ramdisk-", dir=RAMDISK)).resolve()
+        self._fs = LocalFileSystem(skip_instance_cache=True)
 
 
 @dataclass
@@ -415,6 +437,22 @@ class Bench:
             self._inline_figure(local or self.legs[0])
         if local is not None and self.plan.threads > 1:
             self._threads_figure(local)
+            ramdisk = self._ramdisk_leg(local)
+            if ramdisk is not None:
+                self._threads_figure(ramdisk, figure_id="threads-ramdisk")
+
+    def _ramdisk_leg(self, local: Leg) -> Leg | None:
+        """The local leg's target again, on a RAM disk (None where there is none)."""
+        if not os.path.isdir(RAMDISK) or not os.access(RAMDISK, os.W_OK):
+            return None
+        backend = RamDiskBackend()
+        backend.start()
+        self._cleanup.append(backend.stop)
+        leg = Leg("ramdisk", backend, local.target, local.options)
+        try:
+            return leg.open()
+        except Exception:  # no figure rather than no bench
+            return None
 
     def run(self, on_step: Callable[[str], None] | None = None) -> None:
         try:
@@ -644,11 +682,11 @@ class Bench:
             )
         self._add(figure, cases)
 
-    def _threads_figure(self, leg: Leg) -> None:
+    def _threads_figure(self, leg: Leg, figure_id: str = "threads") -> None:
         plan = self.plan
         many = plan.threads
         figure = Figure(
-            id="threads",
+            id=figure_id,
             group="threads",
             label=(
                 f"{plan.thread_states} x {_size(plan.thread_state_size)} states, "

@@ -129,22 +129,25 @@ def _throughput_rows(
 
 def _other_rows(document: Mapping[str, Any], by_name: Mapping[str, Check]) -> list[list[str]]:
     rows: list[list[str]] = []
-    threads = _figures(document).get("threads")
-    if threads is not None and not threads.get("error"):
-        ratios = threads["ratios"]
+    figures = _figures(document)
+    threads = figures.get("threads")
+    if threads is None or threads.get("error"):
+        reason = threads.get("error") if threads else "not measured (needs the local leg)"
+        rows.append(["threads against 1", str(reason), DASH, DASH])
+    for figure in (threads, figures.get("threads-ramdisk")):
+        if figure is None or figure.get("error"):
+            continue
+        ratios = figure["ratios"]
         name = next((n for n in ratios if n.startswith("target ")), None)
         other = next((n for n in ratios if not n.startswith("target ")), None)
         rows.append(
             [
-                threads["label"],
+                figure["label"],
                 _cell(ratios.get(name), "x") if name else DASH,
                 f"{other.rsplit(' ', 2)[0]}: {_cell(ratios[other], 'x')}" if other else DASH,
-                _verdict(by_name.get(f"{threads['label']}: {name}")),
+                _verdict(by_name.get(f"{figure['label']}: {name}")),
             ]
         )
-    else:
-        reason = threads.get("error") if threads else "not measured (needs the local leg)"
-        rows.append(["threads against 1", str(reason), DASH, DASH])
     rss = document.get("rss") or []
     for leg in dict.fromkeys([*(e["leg"] for e in rss), *LEGS]):
         entries = {e["variant"]: e for e in rss if e["leg"] == leg}

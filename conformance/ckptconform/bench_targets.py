@@ -13,7 +13,7 @@ figure                                         target                           
 file-backed write, read (every size and leg)   >= 0.95 x raw fsspec, same durability  no
 inline path                                    >= 100k states/s; <= 5 x io.BytesIO    no
 inline path, ``--peer flink`` (stretch)        >= 1 x Flink's Java, same run          no
-``threads`` threads vs 1 (local)               >= 1.5 x                               no
+``threads`` threads vs 1 (local, RAM disk)     >= 1.5 x                               no
 peak RSS writing one large stream              <= write buffer + 64 MiB               yes
 S3 requests per checkpoint                     = the minimum (0 above it)             yes
 suite wall time (``--suite``)                  < 180 s without Spark, < 300 s with    no
