@@ -146,16 +146,18 @@ OPTIONS: dict[str, Option] = {
             "random characters in data file paths, removed from the _metadata path and the "
             "external pointer.",
             "entropy-injection",
-            "in LAY-8's test, with entropy_length.",
+            "in LAY-8's test, with entropy_length; LAY-9 passes keys with characters Flink "
+            "forbids and expects ValueError.",
         ),
         Option(
             "entropy_length",
             "int",
-            ">= 1 characters (the suite passes 4)",
+            ">= 1 characters (the suite passes 4); LAY-9 passes 0, -1 and non-integers and "
+            "expects an error",
             "How many random alphanumeric characters replace the entropy key in data file "
             "paths (Flink's s3.entropy.length).",
             "entropy-injection",
-            "in LAY-8's test, with entropy_key.",
+            "in LAY-8's and LAY-9's tests, with entropy_key.",
         ),
         Option(
             "max_state_size",
@@ -437,6 +439,14 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "external pointer have it removed, and the pointer resolves, through a fresh storage, to the "
      "metadata and state written (Flink E2, E3, E4, E7, T-ENT1).",
      ("E3", "E4", "E7", "L7", "T-ENT1")),
+    ("LAY-9", "MUST", ("entropy-injection",), "invalid entropy options are refused",
+     "An entropy_key holding a character Flink forbids (~ # @ * + % { } < > [ ] | \" \\), or an "
+     "entropy_length of 0 or less with a key set, raises ValueError (subclasses accepted) when "
+     "the storage is made, or at the latest when the job's access is created or "
+     "initialize_base_locations_for_checkpoint() is called; an entropy_length that is no "
+     "integer raises TypeError or ValueError there (Flink E2: IllegalConfigurationException "
+     "when the S3 file system is configured, before any file is written).",
+     ("E2", "CFG9")),
     # ------------------------------------------------------------------ PTR
     ("PTR-1", "MUST", (), "pointers resolve",
      "The external_pointer of a finalized checkpoint resolves, through the storage, its accesses "

@@ -17,6 +17,7 @@ from hypothesis import given
 from ckptconform.suite._driver import (
     EXCLUSIVE,
     JobDriver,
+    expect_error,
     fail_message,
     file_path,
     files_below,
@@ -255,3 +256,34 @@ def test_entropy_never_reaches_the_store(sandbox):
     for handle, blob in written:
         assert read_handle(resolved.resolve_handle(handle)) == blob, msg
     assert files_below(sandbox, drv.chk_dir(3)) == [], msg + "\nfiles at the literal-key path"
+
+
+#: Entropy keys with a character of Flink's forbidden class (E2).
+FORBIDDEN_ENTROPY_KEYS = ("_entropy#", "_en{tropy}_", "_entropy_%", 'quo"te', "back\\slash", "a|b")
+
+
+@pytest.mark.clause("LAY-9")
+@pytest.mark.backend_traits(object_store=True)
+def test_invalid_entropy_options_are_refused(sandbox):
+    """LAY-9: entropy keys with characters Flink forbids, and entropy lengths of 0 or less or
+    no integer, are refused with ValueError (TypeError for a length of another type) before
+    the job's base locations are made."""
+    cases = [(key, 4, ValueError) for key in FORBIDDEN_ENTROPY_KEYS]
+    cases += [("_entropy_", length, ValueError) for length in (0, -1)]
+    cases += [("_entropy_", length, (TypeError, ValueError)) for length in ("4", 2.5)]
+    for key, length, errors in cases:
+        base = join(sandbox.root, key, "checkpoints")
+
+        def make(key: str = key, length: object = length, base: str = base) -> None:
+            drv = JobDriver(sandbox, checkpoint_dir=base, entropy_key=key, entropy_length=length)
+            drv.init_base()
+
+        expect_error(
+            errors,
+            "LAY-9",
+            "make a storage with entropy options, create an access, initialize its base",
+            make,
+            sandbox,
+            entropy_key=key,
+            entropy_length=length,
+        )
