@@ -26,6 +26,7 @@ corpus and the hypothesis sample); ``None`` means the value is legal there and i
 
 from __future__ import annotations
 
+import array
 import decimal
 import posixpath
 from collections.abc import Callable, Sequence
@@ -259,7 +260,21 @@ _HANDLE_LISTS: tuple[Any, ...] = (
     WorldValue("[handle, 'x']", lambda w: [w.handle, "x"]),
     WorldValue("[handle, None]", lambda w: [w.handle, None]),
 )  # fmt: skip
-_DATA: tuple[Any, ...] = (None, "text", "", 5, 0, [1, 2], 1.5, True, _OPAQUE, {"a": 1})
+#: write() data: not bytes, bytearray or memoryview (an array.array has the buffer protocol,
+#: and is still none of the three the contract names).
+_DATA: tuple[Any, ...] = (
+    None,
+    "text",
+    "",
+    5,
+    0,
+    [1, 2],
+    1.5,
+    True,
+    _OPAQUE,
+    {"a": 1},
+    array.array("B", b"abc"),
+)
 
 
 # --------------------------------------------------------------------------- operations
