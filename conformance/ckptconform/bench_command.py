@@ -15,7 +15,8 @@ runs the local file-backed writes and the inline path in the same run, timed ins
 a JDK or Flink's jars, one sentence says why and the rest of the bench runs. It prints a table
 and writes ``bench.json``, ``bench.md``, ``bench.png`` and ``readme-block.md`` (the README's
 performance table, ``ckptconform.bench_readme``) into ``--out``; ``--readme FILE`` also puts
-that table in place of the generated block in ``FILE``.
+that table in place of the generated block in ``FILE``, and the chart in ``docs/bench.png``
+beside ``FILE``, linked from the block.
 
 Targets (``ckptconform.bench_targets``) are shown with pass/miss, the ratio and its spread. The
 exit code is 1 only when a figure that does not depend on machine noise misses: requests per
@@ -31,6 +32,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -200,7 +202,7 @@ def _run(options: argparse.Namespace) -> int:
     from ckptconform.backends import BackendError, BackendPool, BackendSettings
     from ckptconform.bench import Bench, Plan
     from ckptconform.bench_output import Progress, render_table, write_markdown, write_plot
-    from ckptconform.bench_readme import readme_block, replace_block
+    from ckptconform.bench_readme import CHART, readme_block, replace_block
     from ckptconform.bench_stats import gate
     from ckptconform.bench_targets import evaluate, gated_errors
     from ckptconform.target import TargetError, load_target
@@ -297,7 +299,14 @@ def _run(options: argparse.Namespace) -> int:
     written = [str(out / n) for n in ("bench.json", "bench.md", "readme-block.md")]
     written += [str(plot)] if plot else []
     if options.readme:
-        replace_block(Path(options.readme), block)
+        readme = Path(options.readme)
+        chart = None
+        if plot:  # the chart goes beside the README, where the block links it
+            chart = readme.parent / CHART
+            chart.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(plot, chart)
+            written.append(str(chart))
+        replace_block(readme, readme_block(document, checks, CHART if chart else None))
         written.append(f"{options.readme} (its generated block)")
     print(f"\nwritten: {', '.join(written)}; {document['seconds']:.0f} s")
     for check in failed:

@@ -265,8 +265,15 @@ def _header(document: Mapping[str, Any]) -> str:
     return text
 
 
-def readme_block(document: Mapping[str, Any], checks: Sequence[Check]) -> str:
-    """The generated block, markers included (see the module docstring)."""
+#: Where ``--readme`` puts the chart, relative to the README (the block links it there).
+CHART = "docs/bench.png"
+
+
+def readme_block(
+    document: Mapping[str, Any], checks: Sequence[Check], chart: str | None = None
+) -> str:
+    """The generated block, markers included (see the module docstring); ``chart``, a path
+    relative to the README, adds the run's chart below the tables."""
     by_name = {c.name: c for c in checks}
     peer = bool(document.get("peer")) and not (document.get("peer") or {}).get("skipped")
     headers = ["figure (GiB/s unless noted; baseline)", "reference", "baseline", "ratio", "disk"]
@@ -277,6 +284,8 @@ def readme_block(document: Mapping[str, Any], checks: Sequence[Check]) -> str:
     lines += _table(headers, _throughput_rows(document, by_name, peer))
     lines += [""]
     lines += _table(["figure", "reference", "beside it", "target"], _other_rows(document, by_name))
+    if chart:
+        lines += ["", f"![Every figure of this run: medians, bars from min to max]({chart})"]
     lines += ["", END]
     return "\n".join(lines) + "\n"
 

@@ -105,7 +105,13 @@ def test_quick_run_against_the_reference(tmp_path):
     block = (out / "readme-block.md").read_text()  # the README's table, from this run
     assert block.startswith("<!-- ckptconform bench: begin")
     assert "| write 16 MiB, moto (fsspec) |" in block
-    assert readme.read_text() == f"# Performance\n\n{block}\nThe command.\n"
+    # the README's block is the same table with the run's chart, copied beside the README
+    chart_line = "\n\n![Every figure of this run: medians, bars from min to max](docs/bench.png)\n"
+    assert chart_line not in block
+    end = "\n<!-- ckptconform bench: end"
+    in_readme = block.replace("\n" + end, chart_line + end)
+    assert readme.read_text() == f"# Performance\n\n{in_readme}\nThe command.\n"
+    assert (tmp_path / "docs" / "bench.png").read_bytes() == (out / "bench.png").read_bytes()
     assert "Targets" in run.stdout
     assert "written:" in run.stdout
 
