@@ -43,13 +43,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ckptconform.backends.local import LocalBackend
@@ -213,12 +211,7 @@ class RamDiskBackend(LocalBackend):
     """The local backend with its directory on the RAM disk (for the threads figure only)."""
 
     name = "ramdisk"
-
-    def _start(self) -> None:
-        from fsspec.implementations.local import LocalFileSystem
-
-        self._dir = Path(tempfile.mkdtemp(prefix="ckptconform-ramdisk-", dir=RAMDISK)).resolve()
-        self._fs = LocalFileSystem(skip_instance_cache=True)
+    parent_dir = RAMDISK
 
 
 @dataclass

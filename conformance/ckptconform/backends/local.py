@@ -18,12 +18,15 @@ class LocalBackend(Backend):
     cross_process = True
     shows_unclosed_files = True
 
+    #: Where the temporary directory is made (None: the system's temporary directory).
+    parent_dir: str | None = None
     _dir: Path | None = None
 
     def _start(self) -> None:
         from fsspec.implementations.local import LocalFileSystem
 
-        self._dir = Path(tempfile.mkdtemp(prefix="ckptconform-local-")).resolve()
+        made = tempfile.mkdtemp(prefix=f"ckptconform-{self.name}-", dir=self.parent_dir)
+        self._dir = Path(made).resolve()
         self._fs = LocalFileSystem(skip_instance_cache=True)
 
     def _stop(self) -> None:
