@@ -66,6 +66,9 @@ CAPABILITIES: dict[str, str] = {
     "memory-limit": "A maximum state size (JobManagerCheckpointStorage's max_state_size).",
     "retry-budget": "The storage takes a retry budget as options: retry_attempts (requests "
     "per operation, >= 1) and retry_seconds (seconds per operation), and gives up within them.",
+    "flat-layout": "make_storage takes create_subdir=False (Flink's "
+    "execution.checkpointing.create-subdir): a job's chk-<n>, shared/ and taskowned/ then lie "
+    "directly in the checkpoint directory, with no <job id> directory.",
     "redacts-secrets": "repr() and str() of storages, accesses, locations, streams, handles "
     "and completed locations, and the messages of the errors they raise, never show the "
     "secrets of the storage's configuration (passwords in URLs, secret keys, session tokens).",
@@ -158,6 +161,17 @@ OPTIONS: dict[str, Option] = {
             "paths (Flink's s3.entropy.length).",
             "entropy-injection",
             "in LAY-8's and LAY-9's tests, with entropy_key.",
+        ),
+        Option(
+            "create_subdir",
+            "bool",
+            "True or False (the suite passes both)",
+            "Whether a job's directories lie in <checkpoint_dir>/<job id>/ (True, the default) "
+            "or directly in <checkpoint_dir> (False; Flink's "
+            "execution.checkpointing.create-subdir, whose documentation warns that only one "
+            "job may then use the directory).",
+            "flat-layout",
+            "in LAY-10's test.",
         ),
         Option(
             "max_state_size",
@@ -289,6 +303,15 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "A file-backed state handle pickles to less than 1 KiB: a path and a size, never a file "
      "system instance (Flink's FileStateHandle holds a path and a size).",
      ("H1", "decision")),
+    ("SER-8", "MUST", (), "each storage keeps its own route to a shared bucket",
+     "On object stores, when two storages in one process reach the same bucket through "
+     "different endpoint URLs, the handles and completed checkpoints of each (as written, and "
+     "as resolved from its pointer) read and dispose through the endpoint of the storage that "
+     "wrote them, also after a storage with the other endpoint was made (decision: "
+     "ckptstore.api's rule for handles read elsewhere, first rule; a process may serve two jobs "
+     "that reach one bucket by different routes, and the storage made last must not redirect "
+     "the other's requests).",
+     ("decision",)),
     # ------------------------------------------------------------------ THR
     ("THR-1", "MUST", (), "concurrent streams keep their own bytes",
      "Many threads creating and writing streams at once on one storage, one access and one "
@@ -447,6 +470,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "integer raises TypeError or ValueError there (Flink E2: IllegalConfigurationException "
      "when the S3 file system is configured, before any file is written).",
      ("E2", "CFG9")),
+    ("LAY-10", "MUST", ("file-layout", "flat-layout"), "flat layout without a job directory",
+     "With create_subdir=False, a checkpoint's chk-<n>/ (its exclusive state and _metadata), "
+     "shared/ and taskowned/ lie directly in the checkpoint directory, with no <job id> "
+     "directory, and its external pointer names <checkpoint_dir>/chk-<n>; with "
+     "create_subdir=True they lie in <checkpoint_dir>/<job id>/ as LAY-1 says (Flink CFG3, "
+     "FLINK-33057).",
+     ("CFG3",)),
     # ------------------------------------------------------------------ PTR
     ("PTR-1", "MUST", (), "pointers resolve",
      "The external_pointer of a finalized checkpoint resolves, through the storage, its accesses "
@@ -507,6 +537,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "(Flink ACC2: the file-system storage answers true; MEM2: the JobManager storage answers "
      "true exactly when a checkpoint directory is set).",
      ("ACC2", "MEM2")),
+    ("PTR-13", "SHOULD", (), "Flink's Path normalisation",
+     "A pointer spelt with a '.' segment, with a '..' segment that climbs out of the checkpoint "
+     "directory and back into it (<dir>/../<its name>), or with a '\\' for the '/' before the "
+     "directory's last segment resolves to the same external_pointer and metadata bytes "
+     "(Flink's Path turns '\\' into '/' and normalises its URI, which resolves '.' and '..'; "
+     "a SHOULD because a '\\' is a legal character of a POSIX file name and an S3 key).",
+     ("PATH", "PTR8")),
     # ------------------------------------------------------------------ NOX
     ("NOX-1", "MUST", (), "worker path sends no existence checks",
      "On S3, the worker path (unpickling the storage, create_checkpoint_storage, "
@@ -546,6 +583,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "On S3, creating, writing and finalizing a metadata stream sends no List and no HeadBucket "
      "request, and HeadObject only on the metadata file itself (Flink MD2).",
      ("MD2", "S1")),
+    ("NOX-9", "SHOULD", (), "resolving a pointer costs one request",
+     "On S3, resolve_checkpoint of a completed checkpoint's external_pointer, of that pointer "
+     "with a trailing '/', and of its metadata file each sends one request, a HeadObject or a "
+     "GetObject of the metadata file (decision, beyond Flink PTR9's one or two status calls: "
+     "the storage knows that _metadata lies in the directory, and on S3 a status call on a "
+     "directory costs a HeadObject that finds nothing and a List).",
+     ("PTR9", "S1", "decision")),
     # ------------------------------------------------------------------ TOW
     ("TOW-1", "MUST", (), "task-owned streams round-trip",
      "create_task_owned_state_stream() returns a state stream with the STR semantics: its handle "

@@ -34,7 +34,7 @@ from ckptstore.base_access import (
     random_savepoint_suffix,
 )
 from ckptstore.entropy import EntropyInjector
-from ckptstore.errors import InvalidArgumentError, InvalidReferenceError, MissingArgumentError
+from ckptstore.errors import InvalidReferenceError
 from ckptstore.filesystems import (
     conditional_write_mode,
     filesystem_for,
@@ -76,7 +76,7 @@ class FsCheckpointStorageAccess(
         *,
         file_state_threshold: int,
         write_buffer_size: int,
-        create_subdir: bool = True,
+        create_subdir: bool,
         storage_options: Mapping[str, Any] | None = None,
         entropy: EntropyInjector | None = None,
         allowed_schemes: Collection[str] = (),
@@ -88,11 +88,9 @@ class FsCheckpointStorageAccess(
             storage_options=storage_options,
             allowed_schemes=allowed_schemes,
         )
+        # the storage checked every argument; its checkpoint directory is never None
         token = self._checkpoint_base_token
-        if checkpoint_base is None or token is None:
-            raise MissingArgumentError("checkpoint directory is null")
-        if file_state_threshold < 0 or write_buffer_size < 0:
-            raise InvalidArgumentError("threshold and write buffer size must be >= 0")
+        assert token is not None
         self._token = token
         self._threshold = file_state_threshold
         self._buffer_size = write_buffer_size

@@ -47,6 +47,7 @@ _FS_OPTIONS = MappingProxyType(
         "write_buffer_size": "write_buffer_size",
         "entropy_key": "entropy_key",
         "entropy_length": "entropy_length",
+        "create_subdir": "create_subdir",
         "retry_attempts": "retry_attempts",
         "retry_seconds": "retry_seconds",
     }
@@ -154,6 +155,7 @@ conformance_target = ReferenceTarget(
             "task-owned-state",
             "fast-duplicate",
             "entropy-injection",
+            "flat-layout",
             "retry-budget",
             "redacts-secrets",
         }

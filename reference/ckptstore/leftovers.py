@@ -145,10 +145,7 @@ def _entry_path(base: StoragePath, info: dict[str, Any]) -> StoragePath | None:
     name = str(info.get("name", "")).rstrip("/").rsplit("/", 1)[-1]
     if not name or name in (".", ".."):
         return None
-    try:
-        return base.child(name)
-    except ValueError:
-        return None
+    return base.child(name)
 
 
 @dataclass

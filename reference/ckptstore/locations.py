@@ -35,7 +35,12 @@ from ckptstore.validation import (
     require_scope,
 )
 
-__all__ = ["MAX_FILE_STATE_THRESHOLD", "FsCheckpointStorageLocation", "FsCheckpointStreamFactory"]
+__all__ = [
+    "MAX_FILE_STATE_THRESHOLD",
+    "FsCheckpointStorageLocation",
+    "FsCheckpointStreamFactory",
+    "checked_sizes",
+]
 
 #: The largest inline threshold (1 MiB), as in Flink and PyFlink.
 MAX_FILE_STATE_THRESHOLD = 1024 * 1024
@@ -43,6 +48,32 @@ MAX_FILE_STATE_THRESHOLD = 1024 * 1024
 
 def _scope(scope: CheckpointedStateScope) -> CheckpointedStateScope:
     return require_scope(scope)
+
+
+def checked_sizes(file_state_threshold: int, write_buffer_size: int) -> tuple[int, int]:
+    """The inline threshold and write buffer size, checked as Flink's factory checks them.
+
+    For a factory constructed directly (Flink's ``FsCheckpointStreamFactory`` is public); a
+    storage's factories get values the storage has checked already (``ckptstore.config``).
+    """
+    file_state_threshold = require_int(
+        file_state_threshold,
+        "file_state_threshold",
+        minimum=0,
+        below_message="The threshold for file state size must be zero or larger.",
+    )
+    write_buffer_size = require_int(
+        write_buffer_size,
+        "write_buffer_size",
+        minimum=0,
+        maximum=MAX_WRITE_BUFFER_SIZE,
+        below_message="The write buffer size must be zero or larger.",
+    )
+    if file_state_threshold > MAX_FILE_STATE_THRESHOLD:
+        raise ArgumentOutOfRangeError(
+            f"The threshold for file state size cannot be larger than {MAX_FILE_STATE_THRESHOLD}"
+        )
+    return file_state_threshold, write_buffer_size
 
 
 class FsCheckpointStreamFactory:
@@ -58,24 +89,9 @@ class FsCheckpointStreamFactory:
         fs_token: str | None = None,
         entropy: EntropyInjector | None = None,
     ) -> None:
-        file_state_threshold = require_int(
-            file_state_threshold,
-            "file_state_threshold",
-            minimum=0,
-            below_message="The threshold for file state size must be zero or larger.",
+        file_state_threshold, write_buffer_size = checked_sizes(
+            file_state_threshold, write_buffer_size
         )
-        write_buffer_size = require_int(
-            write_buffer_size,
-            "write_buffer_size",
-            minimum=0,
-            maximum=MAX_WRITE_BUFFER_SIZE,
-            below_message="The write buffer size must be zero or larger.",
-        )
-        if file_state_threshold > MAX_FILE_STATE_THRESHOLD:
-            raise ArgumentOutOfRangeError(
-                "The threshold for file state size cannot be larger than "
-                f"{MAX_FILE_STATE_THRESHOLD}"
-            )
         self._exclusive_dir = parse_storage_path(exclusive_dir)
         self._shared_dir = parse_storage_path(shared_dir)
         exclusive_dir, shared_dir = self._exclusive_dir, self._shared_dir

@@ -69,7 +69,7 @@ def normalise_path_text(text: str) -> str:
     return text
 
 
-def remove_dot_segments(path: str, *, shown: str | None = None) -> str:
+def remove_dot_segments(path: str, *, shown: str) -> str:
     """Resolve ``.`` and ``..`` segments of a ``/``-separated path (RFC 3986, URI.normalize).
 
     ``path`` is absolute (``/a/b``) or starts with an authority (``bucket/a``, the first
@@ -78,11 +78,10 @@ def remove_dot_segments(path: str, *, shown: str | None = None) -> str:
     with its credentials removed. Redaction happens only then: parsing is on every handle's
     path, and a redaction costs more than the parse.
     """
-    shown = path if shown is None else shown
     absolute = path.startswith("/")
     segments = path.split("/")
-    head = [""] if absolute else segments[:1]
-    if not absolute and head and head[0] in (".", ".."):
+    head = segments[:1]  # "" before an absolute path's first '/', else the authority
+    if head[0] in (".", ".."):
         raise InvalidPathError(f"{redact_text(shown)!r} has no bucket or authority")
     kept: list[str] = []
     for segment in segments[1:]:
@@ -143,17 +142,10 @@ class StoragePath:
         return StoragePath(self.scheme, head)
 
     def child(self, name: str) -> StoragePath:
-        """``self / name`` (``name`` may hold several segments; it is normalised).
-
-        ``.`` and ``..`` segments are refused (``InvalidPathError``): a child stays below.
-        """
-        name = normalise_path_text(name).strip("/")
-        if not name:
-            return self
-        if any(segment in (".", "..") for segment in name.split("/")):
-            raise InvalidPathError(f"{name!r} is not a name below {self.url}")
-        base = self.path.rstrip("/")
-        return StoragePath(self.scheme, f"{base}/{name}" if base else f"/{name}")
+        """``self / name``, joined as it is: ``name`` is one or more segments the reference
+        made (a job id, ``chk-<n>``, a UUID, ``_metadata``) or a file system listed."""
+        base = "" if self.path == "/" else self.path
+        return StoragePath(self.scheme, f"{base}/{name}")
 
     def __str__(self) -> str:
         return self.url
@@ -165,8 +157,9 @@ class StoragePath:
 def parse_storage_path(url: str | StoragePath | os.PathLike[str]) -> StoragePath:
     """Parse a URL or local path into a normalised :class:`StoragePath`.
 
-    Accepts ``/x``, ``x`` (relative to the working directory), ``file:/x``, ``file:///x``,
-    ``local:///x``, ``memory://x``, ``memory:///x``, ``s3://bucket/key`` and any other
+    Accepts ``/x``, ``x`` (relative to the working directory), ``file:/x``, ``file:///x``
+    (a file URL with a host, even ``localhost``, is refused, as Flink does), ``local:///x``,
+    ``memory://x``, ``memory:///x``, ``s3://bucket/key`` and any other
     ``scheme://authority/path``. Raises ``MissingArgumentError`` for ``None``,
     ``InvalidArgumentTypeError`` for a non-string, ``InvalidPathError`` for text that cannot
     name a location safely (see the module docstring) and ``InvalidArgumentError`` for an
@@ -181,22 +174,23 @@ def parse_storage_path(url: str | StoragePath | os.PathLike[str]) -> StoragePath
         raise InvalidArgumentError("Can not create a Path from an empty string")
     match = _SCHEME_RE.match(text)
     if match is None:
-        return _local(text)
+        return _local(text, shown=text)
     scheme = canonical_scheme(match.group(1))
-    rest = match.group(2).replace("\\", "/")
+    rest = match.group(2)
     if not rest:
         raise InvalidArgumentError(f"URL {redact_text(text)!r} names no path")
     if scheme == "file":
         if rest.startswith("//"):
             authority, _, remainder = rest[2:].partition("/")
-            if authority not in ("", "localhost"):
+            if authority:
                 raise InvalidArgumentError(
-                    f"Cannot use a remote host in a local file URL: {redact_text(text)!r}"
+                    f"Found local file path with authority {redact_text(authority)!r} in "
+                    f"{redact_text(text)!r} (file:///path, file:/path or /path name a local file)"
                 )
             rest = "/" + remainder
-        return _local(rest)
+        return _local(rest, shown=text)
     if scheme == "memory":
-        body = remove_dot_segments(normalise_path_text("/" + rest.lstrip("/")), shown=text)
+        body = remove_dot_segments(normalise_path_text("/" + rest), shown=text)
         return StoragePath("memory", body)
     if not rest.startswith("//"):
         raise InvalidArgumentError(
@@ -208,7 +202,7 @@ def parse_storage_path(url: str | StoragePath | os.PathLike[str]) -> StoragePath
     body = remove_dot_segments(body, shown=text)
     if scheme in S3_SCHEMES or scheme == "s3n":
         bucket = body.split("/", 1)[0]
-        if not _S3_BUCKET_RE.match(bucket) or bucket in (".", ".."):
+        if not _S3_BUCKET_RE.match(bucket):
             raise InvalidPathError(
                 f"URL {redact_text(text)!r} names the bucket {redact_text(bucket)!r}, which is no "
                 "valid S3 bucket name (letters, digits, '.', '-' and '_', 1 to 255 characters)"
@@ -216,8 +210,8 @@ def parse_storage_path(url: str | StoragePath | os.PathLike[str]) -> StoragePath
     return StoragePath(scheme, body)
 
 
-def _local(text: str) -> StoragePath:
+def _local(text: str, *, shown: str) -> StoragePath:
     text = normalise_path_text(text)
     if not text.startswith("/"):
-        text = normalise_path_text(os.getcwd().replace("\\", "/") + "/" + text)
-    return StoragePath("file", remove_dot_segments(text))
+        text = f"{os.getcwd()}/{text}"
+    return StoragePath("file", remove_dot_segments(text, shown=shown))

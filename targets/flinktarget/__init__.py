@@ -15,7 +15,8 @@ Capabilities, claimed only where Flink 2.3.0 has the behaviour on the local file
 wheel ships no S3 file system, so ``schemes`` is ``file`` and the S3 legs are skipped with
 that reason):
 
-- ``flink``: ``file-layout``, ``inline-state`` (``state.storage.fs.memory-threshold`` and
+- ``flink``: ``file-layout``, ``flat-layout`` (``execution.checkpointing.create-subdir`` in
+  the configuration), ``inline-state`` (``state.storage.fs.memory-threshold`` and
   ``write-buffer-size`` as constructor arguments), ``savepoints``, ``relocatable-savepoints``
   (exclusive state in relative handles), ``task-owned-state``. Not ``fast-duplicate``: Flink's
   local file system is no ``PathsCopyingFileSystem``, so its toolset is the
@@ -152,6 +153,7 @@ _JM_KNOWN = {cid: d.known_failure() for cid, d in JM_DEVIATIONS.items()}
 _FS_OPTIONS = {
     "inline_threshold": "file_state_size_threshold",
     "write_buffer_size": "write_buffer_size",
+    "create_subdir": "create_subdir",
 }
 _JM_OPTIONS = {"max_state_size": "max_state_size"}
 
@@ -203,6 +205,7 @@ target_unchecked = FlinkTarget(
     capabilities=frozenset(
         {
             "file-layout",
+            "flat-layout",
             "inline-state",
             "savepoints",
             "relocatable-savepoints",

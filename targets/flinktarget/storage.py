@@ -684,6 +684,8 @@ class FlinkConfig:
     #: Flink's configuration/default)
     file_state_size_threshold: int = -1
     write_buffer_size: int = -1
+    #: ``execution.checkpointing.create-subdir`` (None: Flink's default, true)
+    create_subdir: bool | None = None
     #: JobManagerCheckpointStorage: ``maxStateSize`` (None: Flink's default, 5 MiB)
     max_state_size: int | None = None
 
@@ -696,6 +698,14 @@ def _build_storage(config: FlinkConfig) -> Any:
     conf = flink.configuration.Configuration()
     if config.savepoint_dir is not None:
         conf.set(flink.configuration.CheckpointingOptions.SAVEPOINT_DIRECTORY, config.savepoint_dir)
+    if config.create_subdir is not None:
+        if not isinstance(config.create_subdir, bool):
+            raise JavaTypeError(
+                f"create_subdir is a Java boolean; got {type(config.create_subdir).__name__}"
+            )
+        conf.set(
+            flink.configuration.CheckpointingOptions.CREATE_CHECKPOINT_SUB_DIR, config.create_subdir
+        )
     loader = view.java.lang.ClassLoader.getSystemClassLoader()
     if config.kind == FILESYSTEM:
         checkpoint_dir = _string(config.checkpoint_dir, "checkpoint_dir")

@@ -100,7 +100,6 @@ def test_usage_errors_exit_4(tmp_path):
     assert "--tasks must be at least 1" in run.stderr
 
 
-
 def test_same_workload_same_counts_on_moto_and_s3rver(tmp_path):
     """The counting proxy on s3rver sees exactly what the built-in ledger sees on moto."""
     from ckptconform.backends.s3rver import S3rverBackend

@@ -18,7 +18,9 @@ from ckptconform.policy import (
 
 
 def _clause(capability: str) -> str:
-    return next(c.id for c in CLAUSES.values() if c.capabilities == (capability,))
+    """A clause needing only ``capability``, else the first that needs it among others."""
+    alone = [c.id for c in CLAUSES.values() if c.capabilities == (capability,)]
+    return (alone or [c.id for c in CLAUSES.values() if capability in c.capabilities])[0]
 
 
 MUST = next(c.id for c in CLAUSES.values() if c.level == "MUST" and not c.capabilities)

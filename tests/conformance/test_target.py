@@ -203,6 +203,7 @@ def test_reference_targets_declare_their_options():
         "write_buffer_size",
         "entropy_key",
         "entropy_length",
+        "create_subdir",
         "retry_attempts",
         "retry_seconds",
     }

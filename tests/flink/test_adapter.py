@@ -90,6 +90,31 @@ def test_flink_checks_its_own_configuration(flink_ready, root: Path):
         )
 
 
+def test_create_subdir_reaches_flinks_configuration(flink_ready, root: Path):
+    """create_subdir=False is Flink's execution.checkpointing.create-subdir: no job directory;
+    a value that is no Java boolean is refused before the JVM sees it."""
+    from flinktarget import target_unchecked
+
+    flat = target_unchecked.make_storage(
+        checkpoint_dir=root.as_uri(), savepoint_dir=None, options={"create_subdir": False}
+    )
+    access = flat.create_checkpoint_storage(JobID.generate())
+    location = access.initialize_location_for_checkpoint(3)
+    assert location.location_reference.is_default
+    completed = _finalize(location, b"flat")
+    assert completed.external_pointer.rstrip("/").endswith(f"{root.name}/chk-3")
+    with pytest.raises(TypeError, match="Java boolean"):
+        target_unchecked.make_storage(
+            checkpoint_dir=root.as_uri(), savepoint_dir=None, options={"create_subdir": "no"}
+        )
+
+
+def _finalize(location, data: bytes):  # type: ignore[no-untyped-def]
+    stream = location.create_metadata_output_stream()
+    stream.write(data)
+    return stream.close_and_finalize_checkpoint()
+
+
 def test_storage_pickles_to_its_configuration(flink_storage):
     data = pickle.dumps(flink_storage)
     assert len(data) < 1024

@@ -74,7 +74,7 @@ def test_targets_validate_against_the_catalog():
     assert fs.schemes == frozenset({"file"})
     assert "fast-duplicate" not in fs.capabilities
     assert "entropy-injection" not in fs.capabilities
-    assert fs.options == frozenset({"inline_threshold", "write_buffer_size"})
+    assert fs.options == frozenset({"inline_threshold", "write_buffer_size", "create_subdir"})
     jm = validate_target(jobmanager_target_unchecked, spec="flink-jobmanager")
     assert "memory-limit" in jm.capabilities
     assert jm.options == frozenset({"max_state_size"})

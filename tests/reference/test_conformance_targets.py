@@ -33,6 +33,7 @@ DOCUMENTED_CAPABILITIES = {
     "task-owned-state",
     "fast-duplicate",
     "entropy-injection",
+    "flat-layout",
     "memory-limit",
     "retry-budget",
     "redacts-secrets",

@@ -19,6 +19,7 @@ from ckptconform.suite._driver import (
     JobDriver,
     expect_error,
     fail_message,
+    file_options,
     file_path,
     files_below,
     is_dir,
@@ -256,6 +257,48 @@ def test_entropy_never_reaches_the_store(sandbox):
     for handle, blob in written:
         assert read_handle(resolved.resolve_handle(handle)) == blob, msg
     assert files_below(sandbox, drv.chk_dir(3)) == [], msg + "\nfiles at the literal-key path"
+
+
+def _parent(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[0]
+
+
+@pytest.mark.clause("LAY-10")
+@pytest.mark.parametrize("create_subdir", [False, True])
+def test_flat_layout_without_job_directory(sandbox, target, create_subdir):
+    """LAY-10: with create_subdir=False chk-<n>/, shared/ and taskowned/ lie directly in the
+    checkpoint directory and the pointer names <checkpoint_dir>/chk-<n>; with True they lie in
+    <checkpoint_dir>/<job id>/."""
+    base = join(sandbox.checkpoint_dir, f"flat-{uuid.uuid4().hex[:12]}")
+    drv = JobDriver(
+        sandbox, checkpoint_dir=base, create_subdir=create_subdir, **file_options(target)
+    )
+    drv.init_base()
+    completed, written = drv.checkpoint(
+        5, exclusive=[payload(100, 1)], shared=[payload(200, 2)], metadata=b"flat layout"
+    )
+    task_owned = drv.task_owned(payload(300, 3))
+    job_dir = join(base, str(drv.job_id)) if create_subdir else base
+    expected = {
+        "external pointer": (completed.external_pointer, join(job_dir, "chk-5")),
+        "_metadata": (file_path(completed.metadata_handle), join(job_dir, "chk-5", "_metadata")),
+        "exclusive state's directory": (_parent(file_path(written[0][0])), join(job_dir, "chk-5")),
+        "shared state's directory": (_parent(file_path(written[1][0])), join(job_dir, "shared")),
+        "task-owned state's directory": (
+            _parent(file_path(task_owned)),
+            join(job_dir, "taskowned"),
+        ),
+    }
+    for what, (got, want) in expected.items():
+        require(
+            same_location(sandbox, got, want),
+            "LAY-10",
+            fail_message("LAY-10", what, sandbox, create_subdir=create_subdir, base=base)
+            + f"\n{what}: {got}, expected {want}",
+        )
+    with tagged("LAY-10", "resolve the pointer", sandbox, create_subdir=create_subdir):
+        resolved = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+        assert read_handle(resolved.metadata_handle) == b"flat layout", "metadata bytes differ"
 
 
 #: Entropy keys with a character of Flink's forbidden class (E2).

@@ -187,6 +187,27 @@ def test_resolving_a_pointer_never_lists(sandbox, target, ledger):
         )
 
 
+@pytest.mark.clause("NOX-9")
+def test_resolving_a_pointer_costs_one_request(sandbox, target, ledger):
+    """NOX-9: resolving a completed checkpoint's pointer, the pointer with a trailing '/' and
+    its metadata file each send one request, a HeadObject or GetObject of the metadata file."""
+    drv = JobDriver(sandbox)
+    drv.init_base()
+    completed, _ = drv.checkpoint(9, exclusive=[payload(100)], metadata=b"one request")
+    metadata = file_path(completed.metadata_handle)
+    if metadata is None:
+        pytest.skip("the metadata handle names no file: there is no metadata file to look up")
+    for pointer in (completed.external_pointer, completed.external_pointer + "/", metadata):
+        storage = drv.fresh_storage()
+        with ledger.record() as rec:
+            storage.resolve_checkpoint(pointer)
+        msg = _fail("NOX-9", "resolve_checkpoint", rec, pointer=pointer)
+        assert len(rec) == 1, msg + f"\n{len(rec)} requests, not 1"
+        (request,) = rec.requests
+        assert request.operation in ("HeadObject", "GetObject"), msg
+        assert metadata.endswith(request.key or "\0"), msg + "\nnot a request for the metadata file"
+
+
 @pytest.mark.clause("NOX-7")
 @pytest.mark.backend_traits(object_store=True)
 def test_no_directory_requests_on_object_stores(sandbox, ledger):

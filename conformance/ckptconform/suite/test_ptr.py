@@ -78,6 +78,28 @@ def _resolves_to(sandbox, clause, stable, storage, pointer, expected_pointer, me
     return loc
 
 
+def _resolves_everywhere(sandbox, clause, stable, drv, pointer, completed, metadata, **inputs):
+    """``pointer`` resolves to ``completed`` through the storage, its access and fresh ones
+    (``stable`` is blamed when the plain pointer comes back changed, see ``_resolves_to``)."""
+    for label, resolver in (
+        ("storage", drv.storage),
+        ("access", drv.access),
+        ("fresh storage", drv.fresh_storage()),
+        ("fresh access", drv.fresh_storage().create_checkpoint_storage(drv.job_id)),
+    ):
+        _resolves_to(
+            sandbox,
+            clause,
+            stable,
+            resolver,
+            pointer,
+            completed.external_pointer,
+            metadata,
+            via=label,
+            **inputs,
+        )
+
+
 @pytest.mark.clause("PTR-1", "PTR-2", "PTR-3")
 @capped(10)
 @given(checkpoint_id=checkpoint_ids, spelling=pointer_spellings)
@@ -93,24 +115,17 @@ def test_pointer_resolves_in_every_spelling(sandbox, target, checkpoint_id, spel
     if pointer is None:
         pointer = completed.external_pointer
     clause = "PTR-1" if spelling == "dir" else "PTR-2"
-    for label, resolver in (
-        ("storage", drv.storage),
-        ("access", drv.access),
-        ("fresh storage", drv.fresh_storage()),
-        ("fresh access", drv.fresh_storage().create_checkpoint_storage(drv.job_id)),
-    ):
-        _resolves_to(
-            sandbox,
-            clause,
-            "PTR-3",
-            resolver,
-            pointer,
-            completed.external_pointer,
-            metadata,
-            via=label,
-            spelling=spelling,
-            checkpoint_id=checkpoint_id,
-        )
+    _resolves_everywhere(
+        sandbox,
+        clause,
+        "PTR-3",
+        drv,
+        pointer,
+        completed,
+        metadata,
+        spelling=spelling,
+        id=checkpoint_id,
+    )
 
 
 @pytest.mark.clause("PTR-4")
@@ -356,6 +371,42 @@ def test_local_path_spellings(sandbox, target, backend):
 def test_local_path_with_trailing_slash(sandbox, target, backend):
     """PTR-2: on the local file system a bare path with a trailing '/' resolves too."""
     _resolves_local_spellings("PTR-2", sandbox, target, backend, lambda p: (p + "/",))
+
+
+def flink_path_spellings(pointer: str) -> dict[str, str]:
+    """``pointer`` (a directory) spelt with '.', '..' and '\\' segments Flink's Path resolves."""
+    directory = pointer.rstrip("/")
+    head, _, last = directory.rpartition("/")
+    return {
+        "dot": f"{directory}/.",
+        "dot-inside": f"{head}/./{last}",
+        "up-and-back": f"{directory}/../{last}",
+        "backslash": f"{head}\\{last}",
+    }
+
+
+@pytest.mark.clause("PTR-13")
+@capped(4)
+@given(checkpoint_id=checkpoint_ids)
+def test_flink_path_normalisation(sandbox, target, checkpoint_id):
+    """PTR-13: '.' segments, a '..' that climbs back into the directory and a '\\' for a '/'
+    resolve to the same external_pointer and metadata bytes."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    metadata = payload(700, seed=checkpoint_id % 251)
+    completed, _ = drv.checkpoint(checkpoint_id, metadata=metadata)
+    for spelling, pointer in flink_path_spellings(completed.external_pointer).items():
+        _resolves_everywhere(
+            sandbox,
+            "PTR-13",
+            "PTR-13",
+            drv,
+            pointer,
+            completed,
+            metadata,
+            spelling=spelling,
+            id=checkpoint_id,
+        )
 
 
 @pytest.mark.clause("PTR-12")

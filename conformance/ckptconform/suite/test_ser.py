@@ -30,9 +30,11 @@ from ckptconform.suite._driver import (
     file_path,
     payload,
     read_handle,
+    require,
+    tagged,
     write_state,
 )
-from ckptstore.api import CheckpointStorageLocationReference, encode_path_as_reference
+from ckptstore.api import CheckpointStorageLocationReference, JobID, encode_path_as_reference
 
 PICKLERS = {"pickle": pickle.dumps, "cloudpickle": cloudpickle.dumps}
 MUST_BOUND, SHOULD_BOUND = 4096, 1024
@@ -249,3 +251,61 @@ def test_objects_work_in_a_fresh_process(sandbox, target, how):
     )
     if file_path(out["new_handle"]) is not None:
         assert sandbox.exists(file_path(out["new_handle"])), msg
+
+
+@pytest.mark.clause("SER-8")
+@pytest.mark.backend_traits(object_store=True)
+@pytest.mark.parametrize("writer", ["own-endpoint", "second-route"])
+def test_each_storage_keeps_its_own_route(sandbox, target, backend, writer):
+    """SER-8: with two storages reaching one bucket by different endpoints, the handles and
+    completed checkpoints of each read and dispose through the writer's endpoint, also when a
+    storage with the other endpoint was made after it."""
+    if not hasattr(backend, "open_route"):
+        pytest.skip(f"the {backend.name} backend offers no second route to its server")
+    with backend.open_route() as route:
+        routed = {"storage_options": {**backend.storage_options, "endpoint_url": route.url}}
+        mine, theirs = (routed, {}) if writer == "second-route" else ({}, routed)
+        inputs = {"writer": writer, "route": route.url}
+        drv = JobDriver(sandbox, **mine, **file_options(target))
+        drv.init_base()
+        completed, written = drv.checkpoint(
+            3, exclusive=[payload(3000, 1)], shared=[payload(2000, 2)], metadata=b"own route"
+        )
+        with tagged("SER-8", "resolve the pointer through the writer's storage", **inputs):
+            resolved = drv.storage.resolve_checkpoint(completed.external_pointer)
+        # the other route is configured last: the most recent storage for the bucket
+        other = sandbox.make_storage(**theirs, **file_options(target))
+        other.create_checkpoint_storage(JobID.generate())
+        expected = [
+            (completed.metadata_handle, b"own route"),
+            (resolved.metadata_handle, b"own route"),
+        ]
+        expected += written
+        expected += [(resolved.resolve_handle(handle), blob) for handle, blob in written]
+        with route.ledger.record() as via_route:
+            for handle, blob in expected:
+                with tagged("SER-8", "read a handle", sandbox, **inputs):
+                    assert read_handle(handle) == blob, "the bytes differ"
+        files = sum(1 for handle, _ in expected if file_path(handle) is not None)
+        reads = via_route.count(operation="GetObject")
+        msg = fail_message("SER-8", "which endpoint the reads took", sandbox, **inputs) + (
+            f"\n{reads} GetObject through the second route for {files} file-backed handles"
+            f"\n{via_route.summary()}"
+        )
+        if writer == "second-route":
+            require(reads >= files, "SER-8", msg)
+        else:
+            require(len(via_route) == 0, "SER-8", msg)
+        with (
+            route.ledger.record() as disposal,
+            tagged("SER-8", "dispose_storage_location", sandbox, **inputs),
+        ):
+            resolved.dispose_storage_location()
+        deletes = disposal.count(operation=("DeleteObject", "DeleteObjects"))
+        msg = fail_message("SER-8", "which endpoint the disposal took", sandbox, **inputs) + (
+            f"\n{disposal.summary()}"
+        )
+        if writer == "second-route":
+            require(deletes >= 1, "SER-8", msg)
+        else:
+            require(len(disposal) == 0, "SER-8", msg)
