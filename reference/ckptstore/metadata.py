@@ -188,9 +188,10 @@ class FsCheckpointMetadataOutputStream:
             check_existing = traits_for(self._target.scheme).real_directories
         if check_existing and file_info(self._fs, self._target) is not None:
             raise MetadataExistsError(f"Target file {self._target.url} already exists.")
+        #: the bytes written so far; None once the stream is closed or finalized
         self._buffer: io.BytesIO | None = io.BytesIO()
+        #: serialises write() and close_and_finalize_checkpoint(); close() never takes it
         self._lock = threading.Lock()
-        self._closed = False
 
     @property
     def metadata_file_path(self) -> str:
@@ -198,19 +199,19 @@ class FsCheckpointMetadataOutputStream:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._buffer is None
 
     def write(self, data: bytes | bytearray | memoryview, /) -> int:
         view = require_bytes(data)
         with self._lock:
             buffer = self._buffer
-            if self._closed or buffer is None:
+            if buffer is None:
                 raise StreamClosedError("closed")
             return buffer.write(view)
 
     def flush(self) -> None:
         """Nothing to do: the bytes are published together at finalize."""
-        if self._closed:
+        if self._buffer is None:
             raise StreamClosedError("closed")
 
     def tell(self) -> int:
@@ -220,9 +221,11 @@ class FsCheckpointMetadataOutputStream:
     def close_and_finalize_checkpoint(self) -> FsCompletedCheckpointStorageLocation:
         """Publish ``_metadata`` and return the completed location (MD4)."""
         with self._lock:
-            if self._closed or self._buffer is None:
+            buffer = self._buffer
+            if buffer is None:
                 raise StreamClosedError(_CLOSED_MESSAGE)
-            data = self._buffer.getvalue()
+            self._buffer = None  # closed from here on, whatever the publish does
+            data = buffer.getvalue()
             try:
                 publish_exclusive(self._fs, self._target, data)
             except MetadataExistsError:
@@ -235,9 +238,6 @@ class FsCheckpointMetadataOutputStream:
                     self._target,
                     self._fs,
                 ) from exc
-            finally:
-                self._closed = True
-                self._buffer = None
         handle = FileStateHandle(self._target.url, len(data), fs_token=self._fs_token)
         return FsCompletedCheckpointStorageLocation(
             self._exclusive_dir.url,
@@ -249,17 +249,11 @@ class FsCheckpointMetadataOutputStream:
     def close(self) -> None:
         """Discard: nothing was published, so nothing remains (MD5). Never raises or blocks.
 
-        A ``close()`` that races with a finalize in progress leaves the finalize alone
-        (as after a completed finalize, ``close()`` does nothing).
+        A ``close()`` that races with a finalize in progress leaves the finalize alone: the
+        finalize took the bytes already (as after a completed finalize, ``close()`` does
+        nothing). A write racing with it may land in the discarded buffer, which is gone.
         """
-        if self._closed:
-            return
-        self._closed = True
-        if self._lock.acquire(blocking=False):
-            try:
-                self._buffer = None
-            finally:
-                self._lock.release()
+        self._buffer = None
 
     def __enter__(self) -> FsCheckpointMetadataOutputStream:
         return self
