@@ -200,10 +200,10 @@ def _info(fs: Any, path: StoragePath, pointer: str) -> dict[str, Any] | None:
         any_exception=True,
     ):
         try:
-            info = fs.info(path.path)
+            info: dict[str, Any] = fs.info(path.path)
         except (FileNotFoundError, NotADirectoryError):
             return None
-    return info if isinstance(info, dict) else None
+    return info
 
 
 def _is_file(info: dict[str, Any] | None) -> bool:
@@ -216,7 +216,7 @@ def _find_metadata(fs: Any, location: StoragePath, pointer: str) -> tuple[Storag
         info = _info(fs, location, pointer)
         if _is_file(info):
             assert info is not None
-            return location, int(info.get("size") or 0)
+            return location, int(info["size"])
         candidate = location.child(METADATA_FILE_NAME)
         candidate_info = _info(fs, candidate, pointer) if info is not None else None
     else:
@@ -224,18 +224,18 @@ def _find_metadata(fs: Any, location: StoragePath, pointer: str) -> tuple[Storag
         candidate_info = _info(fs, candidate, pointer)
         if _is_file(candidate_info):
             assert candidate_info is not None
-            return candidate, int(candidate_info.get("size") or 0)
+            return candidate, int(candidate_info["size"])
         info = _info(fs, location, pointer)
     if _is_file(candidate_info):
         assert candidate_info is not None
-        return candidate, int(candidate_info.get("size") or 0)
+        return candidate, int(candidate_info["size"])
     if info is None:
         raise CheckpointNotFoundError(
             f"Cannot find checkpoint or savepoint file/directory '{redact_text(pointer)}' on "
             f"file system '{location.scheme}'."
         )
     if _is_file(info):
-        return location, int(info.get("size") or 0)
+        return location, int(info["size"])
     raise CheckpointNotFoundError(
         f"Cannot find meta data file '{METADATA_FILE_NAME}' in directory '{location.url}'. "
         "Please try to load the checkpoint/savepoint directly from the metadata file instead "
