@@ -97,9 +97,7 @@ class Phase:
         sent, received = recording.bytes_moved()
         prefix_peaks: dict[str, int] = {}
         for label, operations in (("write", WRITE_OPERATIONS), ("read", READ_OPERATIONS)):
-            chosen = Recording(
-                all_requests=[r for r in self.requests if r.operation in operations]
-            )
+            chosen = Recording(all_requests=[r for r in self.requests if r.operation in operations])
             peaks = chosen.peak_per_second(by=request_prefix)
             prefix_peaks[label] = max(peaks.values(), default=0)
         top = Recording(all_requests=list(self.requests)).peak_per_second(by=request_prefix)

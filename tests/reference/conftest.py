@@ -73,8 +73,16 @@ def spy_fs(monkeypatch: pytest.MonkeyPatch) -> Any:
         def fake(requested: str, token: str | None = None, **kwargs: Any) -> Any:
             return spy if requested == scheme else real(requested, token, **kwargs)
 
-        for module in ("filesystems", "handles", "metadata", "streams", "locations",
-                       "access", "pointers", "toolset"):
+        for module in (
+            "filesystems",
+            "handles",
+            "metadata",
+            "streams",
+            "locations",
+            "access",
+            "pointers",
+            "toolset",
+        ):
             mod = __import__(f"ckptstore.{module}", fromlist=["get_filesystem"])
             if hasattr(mod, "get_filesystem"):
                 monkeypatch.setattr(mod, "get_filesystem", fake)

@@ -105,7 +105,9 @@ class World:
         for name in ("thesis.tex", "_metadata", "data.csv"):
             (self.victim / name).write_bytes(b"someone else's " + name.encode())
         self.fs = FileSystemCheckpointStorage(
-            str(self.local / "ckpt"), 0, savepoint_path=str(self.local / "sp"),
+            str(self.local / "ckpt"),
+            0,
+            savepoint_path=str(self.local / "sp"),
             allowed_schemes=["memory"],
         )
         self.jm = JobManagerCheckpointStorage(
@@ -142,8 +144,7 @@ class World:
         prefix = self.memory_root.removeprefix("memory://")
         for path in sorted(memory.find(prefix, withdirs=True)):
             tree[f"memory:{path}"] = (
-                hashlib.sha256(memory.cat_file(path)).hexdigest()
-                if memory.isfile(path) else "dir"
+                hashlib.sha256(memory.cat_file(path)).hexdigest() if memory.isfile(path) else "dir"
             )
         return tree
 
@@ -269,8 +270,12 @@ def _is_scope(value: Any) -> bool:
 def _is_duration(value: Any) -> bool:
     if isinstance(value, datetime.timedelta):
         return value >= datetime.timedelta(0)
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value) and value >= 0)
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def _stream_write(world: World, kind: str, value: Any) -> None:
@@ -304,6 +309,8 @@ def _hostile_relative(relative_path: Any) -> Any:
     return handle
 
 
+# The tables below keep one entry per line or two: the formatter leaves them alone.
+# fmt: off
 TARGETS: list[Target] = [
     # -- constructors
     Target("FileSystemCheckpointStorage(checkpoint_path)",
@@ -528,6 +535,7 @@ PATH_BAD: list[str] = [
     "memory:///../x", "a\x00b", "/tmp/\nforged", "\udcff", "/" + "y" * 5000, "s3:", "s3://",
     "file:", "http://", "x\x7fy",
 ]
+# fmt: on
 
 
 def _hostile_references() -> list[CheckpointStorageLocationReference]:
@@ -623,8 +631,15 @@ def test_hostile_pointers_to_existing_files_dispose_nothing(world: World) -> Non
         str(world.victim / "thesis.tex"),
         str(world.victim / "_metadata"),
         f"{world.victim}/../victim/./data.csv",
-        str(world.local / "ckpt" / str(world.job) / "shared" / world.shared.file_path.rsplit(  # type: ignore[union-attr]
-            "/", 1)[1]),
+        str(
+            world.local
+            / "ckpt"
+            / str(world.job)
+            / "shared"
+            / world.shared.file_path.rsplit(  # type: ignore[union-attr]
+                "/", 1
+            )[1]
+        ),
     ]
     target = TARGETS_BY_NAME["resolve_checkpoint(pointer)"]
     CORPUS.update(_run(world, [(target, pointer) for pointer in pointers]))
@@ -635,14 +650,32 @@ def test_hostile_pointers_to_existing_files_dispose_nothing(world: World) -> Non
 
 _ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
 _SEGMENTS = st.lists(
-    st.one_of(st.sampled_from(["..", ".", "", "chk-1", "_metadata", "%2e%2e", "\\", "~"]),
-              _ANY_TEXT),
+    st.one_of(
+        st.sampled_from(["..", ".", "", "chk-1", "_metadata", "%2e%2e", "\\", "~"]), _ANY_TEXT
+    ),
     max_size=8,
 )
 _SCHEMES = st.one_of(
-    st.sampled_from(["", "file:", "file://", "file:///", "local://", "memory://", "s3://",
-                     "s3n://", "s3a://", "gs://", "http://", "zip://", "nosuch://", "FILE:",
-                     "data:", "reference://"]),
+    st.sampled_from(
+        [
+            "",
+            "file:",
+            "file://",
+            "file:///",
+            "local://",
+            "memory://",
+            "s3://",
+            "s3n://",
+            "s3a://",
+            "gs://",
+            "http://",
+            "zip://",
+            "nosuch://",
+            "FILE:",
+            "data:",
+            "reference://",
+        ]
+    ),
     _ANY_TEXT.map(lambda text: text + "://"),
 )
 
@@ -673,8 +706,11 @@ def _bad_numbers() -> st.SearchStrategy[Any]:
 @given(pointer=st.one_of(_pointers(), _ANY_TEXT, st.binary(max_size=30)))
 def test_hypothesis_pointers(world: World, pointer: Any) -> None:
     """Random pointers: typed errors only (or, for an existing file, disposal refused)."""
-    cases = [(target, pointer) for target in POINTER_TARGETS
-             if "savepoint" not in target.name and "reference" not in target.name]
+    cases = [
+        (target, pointer)
+        for target in POINTER_TARGETS
+        if "savepoint" not in target.name and "reference" not in target.name
+    ]
     CORPUS.update(_run(world, cases))
 
 
@@ -686,39 +722,54 @@ def test_hypothesis_savepoint_targets_and_references(world: World, path: str) ->
     reference = CheckpointStorageLocationReference(
         REFERENCE_MAGIC_NUMBER + path.encode("utf-8", "surrogatepass")
     )
-    CORPUS.update(_run(world, [
-        (TARGETS_BY_NAME["resolve_checkpoint_storage_location(1, reference)"], reference),
-    ]))
+    CORPUS.update(
+        _run(
+            world,
+            [
+                (TARGETS_BY_NAME["resolve_checkpoint_storage_location(1, reference)"], reference),
+            ],
+        )
+    )
     try:
         parsed = parse_storage_path(path)
     except (TypeError, ValueError):
         parsed = None
     if parsed is None or parsed.scheme not in ("file", "memory"):
-        CORPUS.update(_run(world, [
-            (TARGETS_BY_NAME["initialize_location_for_savepoint(1, target)"], path),
-            (TARGETS_BY_NAME["jm.initialize_location_for_savepoint(1, target)"], path),
-        ]))
+        CORPUS.update(
+            _run(
+                world,
+                [
+                    (TARGETS_BY_NAME["initialize_location_for_savepoint(1, target)"], path),
+                    (TARGETS_BY_NAME["jm.initialize_location_for_savepoint(1, target)"], path),
+                ],
+            )
+        )
 
 
 @SETTINGS
 @given(value=_bad_numbers())
 def test_hypothesis_ids_and_sizes(world: World, value: Any) -> None:
     names = [
-        "initialize_location_for_checkpoint(id)", "jm.initialize_location_for_checkpoint(id)",
-        "initialize_location_for_savepoint(id)", "resolve_checkpoint_storage_location(id, default)",
-        "FileSystemCheckpointStorage(threshold)", "FileSystemCheckpointStorage(write_buffer_size)",
-        "JobManagerCheckpointStorage(max_state_size)", "FileStateHandle('/x', size)",
-        "FileSystemCheckpointStorage(entropy_length)", "find_leftovers(older_than)",
+        "initialize_location_for_checkpoint(id)",
+        "jm.initialize_location_for_checkpoint(id)",
+        "initialize_location_for_savepoint(id)",
+        "resolve_checkpoint_storage_location(id, default)",
+        "FileSystemCheckpointStorage(threshold)",
+        "FileSystemCheckpointStorage(write_buffer_size)",
+        "JobManagerCheckpointStorage(max_state_size)",
+        "FileStateHandle('/x', size)",
+        "FileSystemCheckpointStorage(entropy_length)",
+        "find_leftovers(older_than)",
     ]
-    cases = [(TARGETS_BY_NAME[n], value) for n in names
-             if not TARGETS_BY_NAME[n].legal(value)]
+    cases = [(TARGETS_BY_NAME[n], value) for n in names if not TARGETS_BY_NAME[n].legal(value)]
     CORPUS.update(_run(world, cases))
 
 
 _JSONISH = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -727,21 +778,58 @@ _JSONISH = st.recursive(
 @given(
     options=st.one_of(
         st.fixed_dictionaries({"retries": _bad_numbers()}),
-        st.fixed_dictionaries({"config_kwargs": st.fixed_dictionaries(
-            {"connect_timeout": st.one_of(st.floats(max_value=0.05), st.floats(min_value=121),
-                                          st.text(max_size=3), st.none())})}),
-        st.fixed_dictionaries({"config_kwargs": st.fixed_dictionaries(
-            {"retries": st.fixed_dictionaries({"max_attempts": st.one_of(
-                st.integers(max_value=-1), st.integers(min_value=11), st.text(max_size=3))})})}),
-        st.fixed_dictionaries({"endpoint_url": st.one_of(
-            _ANY_TEXT.filter(lambda t: "://" not in t), st.integers(), st.binary(max_size=5))}),
+        st.fixed_dictionaries(
+            {
+                "config_kwargs": st.fixed_dictionaries(
+                    {
+                        "connect_timeout": st.one_of(
+                            st.floats(max_value=0.05),
+                            st.floats(min_value=121),
+                            st.text(max_size=3),
+                            st.none(),
+                        )
+                    }
+                )
+            }
+        ),
+        st.fixed_dictionaries(
+            {
+                "config_kwargs": st.fixed_dictionaries(
+                    {
+                        "retries": st.fixed_dictionaries(
+                            {
+                                "max_attempts": st.one_of(
+                                    st.integers(max_value=-1),
+                                    st.integers(min_value=11),
+                                    st.text(max_size=3),
+                                )
+                            }
+                        )
+                    }
+                )
+            }
+        ),
+        st.fixed_dictionaries(
+            {
+                "endpoint_url": st.one_of(
+                    _ANY_TEXT.filter(lambda t: "://" not in t), st.integers(), st.binary(max_size=5)
+                )
+            }
+        ),
         st.dictionaries(st.integers(), _JSONISH, min_size=1, max_size=3),
         _JSONISH.filter(lambda v: not isinstance(v, dict)),
     ),
     schemes=st.one_of(
-        st.lists(st.one_of(st.none(), st.integers(), st.binary(max_size=4),
-                           st.text(max_size=6).filter(lambda t: not t.strip().isalpha())),
-                 min_size=1, max_size=3),
+        st.lists(
+            st.one_of(
+                st.none(),
+                st.integers(),
+                st.binary(max_size=4),
+                st.text(max_size=6).filter(lambda t: not t.strip().isalpha()),
+            ),
+            min_size=1,
+            max_size=3,
+        ),
         st.integers(),
     ),
 )
@@ -757,8 +845,14 @@ def test_hypothesis_configuration(world: World, options: Any, schemes: Any) -> N
 
 @SETTINGS
 @given(
-    data=st.one_of(st.text(max_size=20), st.integers(), st.none(), st.lists(st.integers(0, 255)),
-                   st.floats(), st.dictionaries(st.text(max_size=3), st.integers())),
+    data=st.one_of(
+        st.text(max_size=20),
+        st.integers(),
+        st.none(),
+        st.lists(st.integers(0, 255)),
+        st.floats(),
+        st.dictionaries(st.text(max_size=3), st.integers()),
+    ),
     scope=st.one_of(st.text(max_size=10), st.integers(), st.none(), st.booleans()),
     relative=st.one_of(
         st.sampled_from(["..", ".", "", "a/b", "../x", "a\\b", "x\x00"]),
@@ -779,8 +873,9 @@ def test_hypothesis_streams_handles_and_ids(
         (TARGETS_BY_NAME["completed.resolve_handle(handle)"], _hostile_relative(relative)),
         (TARGETS_BY_NAME["toolset.duplicate(handles)"], [_hostile_relative(relative)]),
     ]
-    if not (isinstance(job, str) and len(job) == 32 and all(c in "0123456789abcdefABCDEF"
-                                                           for c in job)):
+    if not (
+        isinstance(job, str) and len(job) == 32 and all(c in "0123456789abcdefABCDEF" for c in job)
+    ):
         cases.append((TARGETS_BY_NAME["create_checkpoint_storage(job_id)"], job))
     CORPUS.update(_run(world, [(t, v) for t, v in cases if not t.legal(v)]))
 

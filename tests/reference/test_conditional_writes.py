@@ -109,7 +109,9 @@ def test_moto_honours_conditional_writes(s3: S3Root) -> None:
     access, setup = _setup(s3)
     assert access.conditional_writes == HONOURED
     assert [(r.operation, r.status) for r in setup.requests] == [
-        ("PutObject", 200), ("PutObject", 412), ("DeleteObject", 204),
+        ("PutObject", 200),
+        ("PutObject", 412),
+        ("DeleteObject", 204),
     ], setup.summary()
     location = access.initialize_location_for_checkpoint(1)
     with s3.record() as rec:
@@ -134,7 +136,9 @@ def test_s3rver_ignores_conditional_writes_and_md3_holds(
         access.initialize_base_locations_for_checkpoint()  # answered from the cache
     assert access.conditional_writes == IGNORED
     assert [(r.operation, r.status) for r in setup.requests] == [
-        ("PutObject", 200), ("PutObject", 200), ("DeleteObject", 204),
+        ("PutObject", 200),
+        ("PutObject", 200),
+        ("DeleteObject", 204),
     ], setup.summary()
     warnings = [r for r in caplog.records if "ignores conditional writes" in r.getMessage()]
     assert len(warnings) == 1, caplog.text
@@ -214,9 +218,9 @@ def _dispose_workload(root: S3Root) -> list[Counter[str]]:
         with root.record() as rec:
             dispose()
         retried = rec.retries()
-        assert all(
-            r.operation == "DeleteObjects" for r in retried
-        ), rec.summary()  # see the docstring of the test below
+        assert all(r.operation == "DeleteObjects" for r in retried), (
+            rec.summary()
+        )  # see the docstring of the test below
         counts.append(Counter(r.operation for r in rec.requests if r not in retried))
     keys = root.keys()
     assert [k for k in keys if "/chk-7/" in k] == []

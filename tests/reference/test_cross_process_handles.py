@@ -109,9 +109,7 @@ def write_checkpoint(storage: FileSystemCheckpointStorage, checkpoint_id: int = 
 
 def child_env(tmp: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """No AWS or fsspec settings but ``extra``: only the pickles (or ``extra``) configure it."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "FSSPEC_"))
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "FSSPEC_"))}
     env["AWS_CONFIG_FILE"] = os.devnull
     env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
     empty = tmp / "fsspec-config"
@@ -161,9 +159,9 @@ def run_child(
 def assert_read_back(result: dict[str, Any], written: Written) -> None:
     import hashlib
 
-    assert result["metadata"].get("sha256") == hashlib.sha256(written.metadata).hexdigest(), (
-        result["metadata"]
-    )
+    assert result["metadata"].get("sha256") == hashlib.sha256(written.metadata).hexdigest(), result[
+        "metadata"
+    ]
     assert [r.get("sha256") for r in result["reads"]] == [
         hashlib.sha256(d).hexdigest() for d in written.data
     ], result["reads"]

@@ -295,9 +295,7 @@ def test_a_failed_batch_leaves_no_copy(fsroot: FsRoot) -> None:
 
 def test_duplicating_on_s3_never_overwrites(s3: S3Root) -> None:
     """On S3 CopyObject overwrites: fresh names are the guarantee; one CopyObject each."""
-    storage = FileSystemCheckpointStorage(
-        s3.sub("ckpt"), 0, storage_options=s3.storage_options
-    )
+    storage = FileSystemCheckpointStorage(s3.sub("ckpt"), 0, storage_options=s3.storage_options)
     token = register_filesystem("s3", s3.storage_options, authorities=[s3.backend.bucket])
     sources = []
     for folder, data in (("one", b"first"), ("two", b"second")):

@@ -94,8 +94,9 @@ def test_generate_length_and_alphabet() -> None:
     assert len(ENTROPY_ALPHABET) == 62
 
 
-@pytest.mark.parametrize("bad", ["a~b", "#", "@x", "*", "+", "%", "{", "}", "<", ">", "[", "]",
-                                 "|", '"', "\\"])
+@pytest.mark.parametrize(
+    "bad", ["a~b", "#", "@x", "*", "+", "%", "{", "}", "<", ">", "[", "]", "|", '"', "\\"]
+)
 def test_invalid_key_characters(bad: str) -> None:
     """E2: forbidden characters -> ConfigurationError with Flink's message."""
     message = r"Invalid character in value for s3\.entropy\.key"
@@ -136,8 +137,11 @@ def test_entropy_injection(memroot: FsRoot) -> None:
     access = storage.create_checkpoint_storage(JobID.generate())
     access.initialize_base_locations_for_checkpoint()
     location = access.initialize_location_for_checkpoint(1)
-    for directory in (location.checkpoint_directory, location.shared_state_directory,
-                      location.task_owned_state_directory):
+    for directory in (
+        location.checkpoint_directory,
+        location.shared_state_directory,
+        location.task_owned_state_directory,
+    ):
         assert directory.startswith(unresolved_base)
     assert KEY not in location.metadata_file_path
 
@@ -157,9 +161,10 @@ def test_entropy_injection(memroot: FsRoot) -> None:
     stream.write(b"meta")
     completed = stream.close_and_finalize_checkpoint()
     assert KEY not in completed.metadata_handle.file_path
-    assert completed.external_pointer == parse_storage_path(
-        completed.metadata_handle.file_path
-    ).parent.url
+    assert (
+        completed.external_pointer
+        == parse_storage_path(completed.metadata_handle.file_path).parent.url
+    )
     assert KEY not in completed.external_pointer
 
     resolved = storage.resolve_checkpoint(completed.external_pointer)
@@ -191,9 +196,11 @@ def test_key_not_in_path_keeps_relative_handles(memroot: FsRoot) -> None:
 
 def test_inline_handle_names_keep_the_key(memroot: FsRoot) -> None:
     """S12(c) (derived): inline handle names use the unresolved directory."""
-    location = _entropy_storage(memroot, 100).create_checkpoint_storage(
-        JobID.generate()
-    ).initialize_location_for_checkpoint(1)
+    location = (
+        _entropy_storage(memroot, 100)
+        .create_checkpoint_storage(JobID.generate())
+        .initialize_location_for_checkpoint(1)
+    )
     stream = location.create_checkpoint_state_output_stream(SHARED)
     stream.write(b"x")
     handle = stream.close_and_get_handle()

@@ -122,7 +122,11 @@ def test_lost_answers_of_state_file_puts_complete_the_checkpoint(s3: S3Root, lay
     data = [os.urandom(FILE_SIZE + i) for i in range(streams)]
     s3.ledger.seed(7)  # which requests a fault at a rate hits: repeatable
     fault = s3.ledger.inject(  # state files have UUID names; nothing else is written here
-        "PutObject", drop_connection=True, after_commit=True, times=3, key_contains="-",
+        "PutObject",
+        drop_connection=True,
+        after_commit=True,
+        times=3,
+        key_contains="-",
         rate=1.0 if layout == "one file" else 0.4,
     )
     try:
@@ -147,7 +151,8 @@ def test_lost_answers_of_state_file_puts_complete_the_checkpoint(s3: S3Root, lay
 
 
 @pytest.mark.parametrize(
-    "retry_answer", [None, (404, "NoSuchUpload"), (412, "PreconditionFailed")],
+    "retry_answer",
+    [None, (404, "NoSuchUpload"), (412, "PreconditionFailed")],
     ids=["moto-repeats-the-completion", "NoSuchUpload", "PreconditionFailed"],
 )
 def test_lost_answer_of_a_multipart_completion(
@@ -160,9 +165,7 @@ def test_lost_answer_of_a_multipart_completion(
     access, _ = _prepared(s3, default_block_size=5 * MIB)
     location = access.initialize_location_for_checkpoint(4)
     data = os.urandom(11 * MIB)
-    s3.ledger.inject(
-        "CompleteMultipartUpload", drop_connection=True, after_commit=True, times=1
-    )
+    s3.ledger.inject("CompleteMultipartUpload", drop_connection=True, after_commit=True, times=1)
     if retry_answer is not None:
         status, code = retry_answer
         s3.ledger.inject("CompleteMultipartUpload", status=status, code=code, times=1)
@@ -174,9 +177,7 @@ def test_lost_answer_of_a_multipart_completion(
     completions = rec.filter(operation="CompleteMultipartUpload")
     assert len(completions) == 2, rec.summary()
     assert completions[0].fault, rec.summary()
-    assert rec.count(operation="HeadObject") == (0 if retry_answer is None else 1), (
-        rec.summary()
-    )
+    assert rec.count(operation="HeadObject") == (0 if retry_answer is None else 1), rec.summary()
     assert rec.count(operation=("AbortMultipartUpload", "DeleteObject")) == 0, rec.summary()
     assert isinstance(handle, FileStateHandle)
     assert handle.state_size == len(data)

@@ -58,7 +58,9 @@ def test_client_library_failure_becomes_checkpoint_io_error_naming_endpoint_and_
     error = caught.value
     assert isinstance(error, OSError)
     message = str(error)
-    assert message.startswith("Could not read s3://bucket/dir/state (endpoint http://127.0.0.1:9000)")
+    assert message.startswith(
+        "Could not read s3://bucket/dir/state (endpoint http://127.0.0.1:9000)"
+    )
     assert "EndpointConnectionError" in message
     for secret in (SECRET, "user:", "pw@", "X-Amz-Signature", "sig=x"):
         assert secret not in message, message

@@ -644,9 +644,7 @@ def test_savepoint_mkdir_failure(job_id: JobID, tmp_path: Path) -> None:
         job_id
     )
     with (
-        mock.patch(
-            "ckptstore.base_access.make_directory_exclusive", return_value=False
-        ) as mkdir,
+        mock.patch("ckptstore.base_access.make_directory_exclusive", return_value=False) as mkdir,
         pytest.raises(OSError, match="Failed to create savepoint directory at"),
     ):
         access.initialize_location_for_savepoint(1)

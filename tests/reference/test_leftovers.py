@@ -121,8 +121,9 @@ def test_find_reports_exactly_the_leftovers(tmp_path: Path) -> None:
     layout = Layout(tmp_path)
     before = layout.files()
     found = layout.storage.find_leftovers(layout.job)
-    by_kind = {kind: sorted(i.url for i in found if i.kind == kind)
-               for kind in leftovers.LEFTOVER_KINDS}
+    by_kind = {
+        kind: sorted(i.url for i in found if i.kind == kind) for kind in leftovers.LEFTOVER_KINDS
+    }
     assert by_kind["metadata-staging"] == sorted(
         [_url(layout.chk1_staging), _url(layout.chk2_staging)]
     )
@@ -151,8 +152,13 @@ def test_clean_removes_them_and_nothing_else(tmp_path: Path) -> None:
     assert layout.foreign.exists()
     assert (layout.job_dir / "chk-2").is_dir()
     assert not layout.savepoint_orphan.parent.exists()
-    for kept in (layout.fresh, layout.shared, layout.owned, layout.other_job,
-                 layout.savepoint_kept):
+    for kept in (
+        layout.fresh,
+        layout.shared,
+        layout.owned,
+        layout.other_job,
+        layout.savepoint_kept,
+    ):
         assert kept.exists(), kept
     assert layout.kept is not None
     with layout.kept.open_input_stream() as stream:

@@ -65,17 +65,24 @@ def _clean(text: str) -> None:
         ("s3://bucket/key@v2", "s3://bucket/key@v2"),
         ("proxyuser:secret@proxy:3128", "***@proxy:3128"),
         ("someone@example.com", "someone@example.com"),
-        ("https://acct.blob.core.windows.net/c?sv=2021-08-06&se=2030&sp=r&sig=abc%3D",
-         "https://acct.blob.core.windows.net/c?sv=2021-08-06&se=2030&sp=r&sig=***"),
-        ("https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F2026&X-Amz-Signature=f00&x=1",
-         "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&x=1"),
-        ("https://h/?X-Amz-Security-Token=tok&pwd=hunter2&password=x&token=t",
-         "https://h/?X-Amz-Security-Token=***&pwd=***&password=***&token=***"),
-        ("Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x, Signature=abc",
-         "Authorization: ***"),
+        (
+            "https://acct.blob.core.windows.net/c?sv=2021-08-06&se=2030&sp=r&sig=abc%3D",
+            "https://acct.blob.core.windows.net/c?sv=2021-08-06&se=2030&sp=r&sig=***",
+        ),
+        (
+            "https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F2026&X-Amz-Signature=f00&x=1",
+            "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&x=1",
+        ),
+        (
+            "https://h/?X-Amz-Security-Token=tok&pwd=hunter2&password=x&token=t",
+            "https://h/?X-Amz-Security-Token=***&pwd=***&password=***&token=***",
+        ),
+        ("Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x, Signature=abc", "Authorization: ***"),
         ("got header Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig", "got header Bearer ***"),
-        ("AccountName=a;AccountKey=c2VjcmV0;EndpointSuffix=core",
-         "AccountName=a;AccountKey=***;EndpointSuffix=core"),
+        (
+            "AccountName=a;AccountKey=c2VjcmV0;EndpointSuffix=core",
+            "AccountName=a;AccountKey=***;EndpointSuffix=core",
+        ),
         ("Could not read s3://bucket/dir/state", "Could not read s3://bucket/dir/state"),
         ("/ckpt/job/chk-1/_metadata", "/ckpt/job/chk-1/_metadata"),
     ],
@@ -112,8 +119,19 @@ def test_redact_other_values() -> None:
 
 
 def test_secret_names_and_values() -> None:
-    for name in ("key", "secret", "aws_session_token", "SAS_TOKEN", "sig", "pwd", "Password",
-                 "x-amz-credential", "connection_string", "private_key", "Authorization"):
+    for name in (
+        "key",
+        "secret",
+        "aws_session_token",
+        "SAS_TOKEN",
+        "sig",
+        "pwd",
+        "Password",
+        "x-amz-credential",
+        "connection_string",
+        "private_key",
+        "Authorization",
+    ):
         assert is_secret_name(name), name
     for name in ("endpoint_url", "region_name", "anon", "use_ssl", "connect_timeout", "sv"):
         assert not is_secret_name(name), name

@@ -162,8 +162,11 @@ def test_retry_seconds_is_a_deadline(silent_endpoint: str) -> None:
     storage = FileSystemCheckpointStorage(
         "s3://silent/ckpt",
         storage_options={
-            "endpoint_url": silent_endpoint, "key": "k", "secret": "s",
-            "retry_attempts": 5, "retry_seconds": 2,
+            "endpoint_url": silent_endpoint,
+            "key": "k",
+            "secret": "s",
+            "retry_attempts": 5,
+            "retry_seconds": 2,
         },
     )
     budget = retry_budget(storage.storage_options)
@@ -190,7 +193,9 @@ def test_budget_keys_reach_botocore_and_s3fs() -> None:
     assert filesystem_options("memory", {"retry_attempts": 4}) == {}
     budget = retry_budget({"retry_attempts": 4, "retry_seconds": 6})
     assert (budget.attempts, budget.unreachable_seconds, budget.unresponsive_seconds) == (
-        4, 6.0, 6.0,
+        4,
+        6.0,
+        6.0,
     )
     storage = FileSystemCheckpointStorage(
         "s3://budget-bucket/ckpt",

@@ -87,9 +87,7 @@ def test_no_savepoint_path_configured_no_target(fsroot: FsRoot) -> None:
 def test_savepoints_in_one_directory(fsroot: FsRoot, custom: bool) -> None:
     """T-FSA1 / T-FSA2 / ACC8: exclusive, shared and task-owned dirs are the savepoint dir."""
     access = _access(fsroot, savepoints=True)
-    location = access.initialize_location_for_savepoint(
-        1, fsroot.sub("custom") if custom else None
-    )
+    location = access.initialize_location_for_savepoint(1, fsroot.sub("custom") if custom else None)
     assert location.checkpoint_directory == location.shared_state_directory
     assert location.checkpoint_directory == location.task_owned_state_directory
     reference = location.location_reference

@@ -231,8 +231,19 @@ def test_worker_path_sends_no_directory_requests(fsroot: FsRoot, spy_fs: Any) ->
     task_owned = worker.create_task_owned_state_stream()
     task_owned.write(bytes(100))
     handles.append(task_owned.close_and_get_handle())
-    forbidden = {"makedirs", "mkdir", "exists", "info", "ls", "isdir", "isfile", "find", "walk",
-                 "glob", "size"}
+    forbidden = {
+        "makedirs",
+        "mkdir",
+        "exists",
+        "info",
+        "ls",
+        "isdir",
+        "isfile",
+        "find",
+        "walk",
+        "glob",
+        "size",
+    }
     assert not forbidden & set(spy.names()), spy.names()
     assert all(handle is not None for handle in handles)
 
@@ -468,8 +479,12 @@ def test_pointer_path_resolution(fsroot: FsRoot) -> None:
     data = bytes(range(256)) * 92 + bytes(134)  # 23,686 bytes as in Flink's test
     completed = _finalize(location, data)
     pointer = completed.external_pointer
-    for form in (pointer, pointer + "/", pointer + "/_metadata", parse_storage_path(pointer).path
-                 if fsroot.name == "local" else pointer):
+    for form in (
+        pointer,
+        pointer + "/",
+        pointer + "/_metadata",
+        parse_storage_path(pointer).path if fsroot.name == "local" else pointer,
+    ):
         resolved = access.resolve_checkpoint(form)
         assert resolved.external_pointer == pointer
         assert _read(resolved.metadata_handle) == data

@@ -125,9 +125,10 @@ def test_shared_state_has_absolute_path_handles(fsroot: FsRoot) -> None:
     stream.write(b"0")
     handle = stream.close_and_get_handle()
     assert type(handle) is FileStateHandle
-    assert parse_storage_path(handle.file_path).parent.url == parse_storage_path(
-        fsroot.sub("shared")
-    ).url
+    assert (
+        parse_storage_path(handle.file_path).parent.url
+        == parse_storage_path(fsroot.sub("shared")).url
+    )
 
 
 def test_flush_under_threshold(fsroot: FsRoot) -> None:

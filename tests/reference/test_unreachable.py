@@ -110,30 +110,44 @@ def _operations(endpoint: str, options: dict[str, Any]) -> list[tuple[str, Calla
             stream.close()
 
     return [
-        ("access.initialize_base_locations_for_checkpoint (conditional-write probe)",
-         access.initialize_base_locations_for_checkpoint),
-        ("jobmanager initialize_base_locations_for_checkpoint (conditional-write probe)",
-         jm_access.initialize_base_locations_for_checkpoint),
+        (
+            "access.initialize_base_locations_for_checkpoint (conditional-write probe)",
+            access.initialize_base_locations_for_checkpoint,
+        ),
+        (
+            "jobmanager initialize_base_locations_for_checkpoint (conditional-write probe)",
+            jm_access.initialize_base_locations_for_checkpoint,
+        ),
         ("storage.resolve_checkpoint", lambda: storage.resolve_checkpoint(f"{base}/j/chk-1")),
         ("access.resolve_checkpoint", lambda: access.resolve_checkpoint(f"{base}/j/chk-1")),
-        ("exclusive stream close_and_get_handle",
-         lambda: write(factory.create_checkpoint_state_output_stream(EXCLUSIVE))),
+        (
+            "exclusive stream close_and_get_handle",
+            lambda: write(factory.create_checkpoint_state_output_stream(EXCLUSIVE)),
+        ),
         ("shared stream write/flush (multipart)", big_write),
-        ("task-owned stream close_and_get_handle",
-         lambda: write(access.create_task_owned_state_stream())),
-        ("savepoint stream close_and_get_handle",
-         lambda: write(savepoint.create_checkpoint_state_output_stream(EXCLUSIVE))),
+        (
+            "task-owned stream close_and_get_handle",
+            lambda: write(access.create_task_owned_state_stream()),
+        ),
+        (
+            "savepoint stream close_and_get_handle",
+            lambda: write(savepoint.create_checkpoint_state_output_stream(EXCLUSIVE)),
+        ),
         ("metadata close_and_finalize_checkpoint", lambda: finalize(location)),
         ("location.dispose_on_failure", location.dispose_on_failure),
         ("savepoint.dispose_on_failure", savepoint.dispose_on_failure),
         ("completed.dispose_storage_location", completed.dispose_storage_location),
         ("handle.open_input_stream + read", lambda: handle.open_input_stream().read()),
         ("handle.discard_state", handle.discard_state),
-        ("resolved relative handle read",
-         lambda: completed.resolve_handle(relative).open_input_stream().read()),
+        (
+            "resolved relative handle read",
+            lambda: completed.resolve_handle(relative).open_input_stream().read(),
+        ),
         ("factory.duplicate", lambda: factory.duplicate([handle], SHARED)),
-        ("toolset.duplicate",
-         lambda: access.create_task_owned_checkpoint_state_toolset().duplicate([handle])),
+        (
+            "toolset.duplicate",
+            lambda: access.create_task_owned_checkpoint_state_toolset().duplicate([handle]),
+        ),
         ("storage.find_leftovers", lambda: storage.find_leftovers(job)),
         ("storage.clean_leftovers", lambda: storage.clean_leftovers(job)),
         ("jobmanager.resolve_checkpoint", lambda: jm.resolve_checkpoint(f"s3://{BUCKET}/jm/x")),
@@ -177,8 +191,7 @@ def test_unreachable_is_a_connection_error(refused: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["storage.resolve_checkpoint", "exclusive stream close_and_get_handle",
-     "handle.discard_state"],
+    ["storage.resolve_checkpoint", "exclusive stream close_and_get_handle", "handle.discard_state"],
 )
 def test_default_budget_is_under_15_seconds(refused: str, name: str) -> None:
     """With the bounded defaults (10d38f9) a refused endpoint fails well within 15 s."""
@@ -212,9 +225,12 @@ def test_connect_timeouts_stay_within_the_configured_budget() -> None:
         budget = retry_budget(options)
         assert budget.unreachable_seconds == pytest.approx(2 * 0.5 + 1)
         storage = FileSystemCheckpointStorage(f"s3://{BUCKET}/ckpt", storage_options=options)
-        _check("resolve (connect timeout)",
-               lambda: storage.resolve_checkpoint(f"s3://{BUCKET}/ckpt/j/chk-1"),
-               endpoint, bound=budget.unreachable_seconds + 1.5)
+        _check(
+            "resolve (connect timeout)",
+            lambda: storage.resolve_checkpoint(f"s3://{BUCKET}/ckpt/j/chk-1"),
+            endpoint,
+            bound=budget.unreachable_seconds + 1.5,
+        )
     finally:
         for filler in fillers:
             filler.close()
@@ -248,8 +264,10 @@ def test_local_failures_are_os_errors(tmp_path: Path) -> None:
         lambda: storage.resolve_checkpoint(str(blocker / "ckpt" / "chk-1")),
     ]
     location = access.resolve_checkpoint_storage_location(
-        1, storage.create_checkpoint_storage(access.job_id)
-        .resolve_checkpoint_storage_location(1, _default()).location_reference
+        1,
+        storage.create_checkpoint_storage(access.job_id)
+        .resolve_checkpoint_storage_location(1, _default())
+        .location_reference,
     )
     stream = location.create_checkpoint_state_output_stream(EXCLUSIVE)
     stream.write(b"z" * 10)

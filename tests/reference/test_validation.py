@@ -123,8 +123,9 @@ def test_largest_java_long_is_accepted(fsroot: FsRoot) -> None:
         access.initialize_location_for_checkpoint(-1)
 
 
-@pytest.mark.parametrize("schemes", [[None], [b"s3"], ["s3n"], ["no such scheme"], [""], ["1x"],
-                                     [3], {"file": 1}, 5])
+@pytest.mark.parametrize(
+    "schemes", [[None], [b"s3"], ["s3n"], ["no such scheme"], [""], ["1x"], [3], {"file": 1}, 5]
+)
 def test_allowed_schemes(fsroot: FsRoot, schemes: Any) -> None:
     """allowed_schemes=[None] used to become the scheme 'none'; s3n was allowed."""
     for make in (
@@ -215,15 +216,24 @@ def test_storage_options_are_checked(fsroot: FsRoot) -> None:
             with pytest.raises(ValueError) as caught:
                 make()
             _typed(caught.value, ValueError)
-    good = {"endpoint_url": "http://127.0.0.1:9", "retries": 3,
-            "config_kwargs": {"connect_timeout": 0.5, "retries": {"max_attempts": 0}}}
+    good = {
+        "endpoint_url": "http://127.0.0.1:9",
+        "retries": 3,
+        "config_kwargs": {"connect_timeout": 0.5, "retries": {"max_attempts": 0}},
+    }
     assert require_storage_options(good) == good
 
 
 def test_job_ids(fsroot: FsRoot) -> None:
     storage = FileSystemCheckpointStorage(fsroot.sub("c"))
-    for bad, builtin in ((None, TypeError), ("zz" * 16, ValueError), ("ab", ValueError),
-                         (123, TypeError), (b"0" * 16, TypeError), (JOB.bytes_, TypeError)):
+    for bad, builtin in (
+        (None, TypeError),
+        ("zz" * 16, ValueError),
+        ("ab", ValueError),
+        (123, TypeError),
+        (b"0" * 16, TypeError),
+        (JOB.bytes_, TypeError),
+    ):
         with pytest.raises(builtin) as caught:
             storage.create_checkpoint_storage(bad)
         _typed(caught.value, builtin)
@@ -273,8 +283,12 @@ def test_stream_write_arguments(fsroot: FsRoot) -> None:
             location.create_metadata_output_stream(),
         ]
         for stream in streams:
-            for bad, builtin in (("text", TypeError), (None, TypeError), (5, TypeError),
-                                 ([1, 2], TypeError)):
+            for bad, builtin in (
+                ("text", TypeError),
+                (None, TypeError),
+                (5, TypeError),
+                ([1, 2], TypeError),
+            ):
                 with pytest.raises(builtin) as caught:
                     stream.write(bad)
                 _typed(caught.value, builtin)
@@ -310,7 +324,9 @@ def test_errors_name_argument_value_and_range_and_pickle() -> None:
     error = caught.value
     assert str(error) == "answer must be an integer in [0, 42], got 99"
     assert (error.argument, error.value, error.accepted) == (  # type: ignore[attr-defined]
-        "answer", "99 (int)", "an integer in [0, 42]"
+        "answer",
+        "99 (int)",
+        "an integer in [0, 42]",
     )
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is ArgumentOutOfRangeError
