@@ -355,8 +355,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("S10", "T-SOS6")),
     ("STR-5", "MUST", (), "use after close fails",
      "`closed` is False while a stream is open. After close() or close_and_get_handle(), "
-     "write() and close_and_get_handle() raise OSError or ValueError and `closed` is true "
-     "(Flink S14: IOException).",
+     "write() and close_and_get_handle() raise OSError or ValueError and `closed` is true; an "
+     "empty write may instead return 0, as a write of nothing changes no state (Flink S14: "
+     "IOException; Flink's file stream takes an empty write after close silently).",
      ("S14", "T-SOS9", "T-SOS10")),
     ("STR-6", "MUST", (), "close discards, idempotently",
      "close() without taking a handle discards the stream: it never raises, can be repeated, and "

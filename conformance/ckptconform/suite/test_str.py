@@ -20,6 +20,7 @@ from ckptconform.suite._driver import (
     files_below,
     payload,
     read_handle,
+    require,
     write_chunks,
 )
 from ckptconform.suite._strategies import capped, chunkings
@@ -150,7 +151,7 @@ def test_tell_counts_every_byte(sandbox, target, data, size):
 @pytest.mark.parametrize("placement", ["file", "inline"])
 def test_use_after_close_fails(sandbox, target, ending, placement):
     """STR-5: `closed` is False while the stream is open; after close() or
-    close_and_get_handle(), write and close_and_get_handle raise.
+    close_and_get_handle(), write and close_and_get_handle raise (an empty write may return 0).
 
     Both for state that went to a file and for state that stayed inline (the default options):
     the two paths end a stream differently.
@@ -183,6 +184,16 @@ def test_use_after_close_fails(sandbox, target, ending, placement):
             f"close_and_get_handle after {ending}",
             stream.close_and_get_handle,
             scope=scope,
+        )
+        try:
+            returned = stream.write(b"")
+        except CLOSED_ERRORS:
+            continue
+        require(
+            returned == 0,
+            "STR-5",
+            fail_message("STR-5", f"empty write after {ending}", sandbox, scope=scope)
+            + f"\nreturned {returned!r}: neither an OSError or ValueError nor 0",
         )
 
 
