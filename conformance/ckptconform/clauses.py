@@ -458,7 +458,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "Flink commits _metadata with no visible staging file, MD2).",
      ("MD2", "decision")),
     ("LAY-8", "MUST", ("entropy-injection",), "entropy key never reaches the store",
-     "With an entropy key in the checkpoint path, no object written carries the key: data files "
+     "With an entropy key in the checkpoint path, no object written carries the key, and no "
+     "request names a key that holds it (where a ledger counts requests): data files "
      "get entropy_length random alphanumeric characters in its place, the _metadata path and the "
      "external pointer have it removed, and the pointer resolves, through a fresh storage, to the "
      "metadata and state written (Flink E2, E3, E4, E7, T-ENT1).",
