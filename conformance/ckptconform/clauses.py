@@ -665,6 +665,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "and its exclusive state handles, passed through the new location's resolve_handle, read "
      "the same bytes (Flink H6, FLINK-5763).",
      ("H6", "P11")),
+    ("SAV-8", "MUST", ("savepoints",), "a file is no savepoint target",
+     "On file systems with directories, initialize_location_for_savepoint with a target that is "
+     "an existing file, or lies below one, raises OSError, at initialization or at the latest "
+     "when the savepoint's metadata is finalized, and leaves the file as it was (Flink ACC7: "
+     "mkdirs fails, 'Failed to create savepoint directory').",
+     ("ACC7",)),
     # ------------------------------------------------------------------ MD
     ("MD-1", "MUST", (), "metadata is never half-visible",
      "Before close_and_finalize_checkpoint() the checkpoint does not resolve "

@@ -190,3 +190,26 @@ def test_moved_savepoints_restore(sandbox, target):
     assert same_location(sandbox, loc.external_pointer, new), fail_message(
         "SAV-7", "external_pointer after the move", sandbox, pointer=loc.external_pointer
     )
+
+
+@pytest.mark.clause("SAV-8")
+@pytest.mark.backend_traits(object_store=False)
+@pytest.mark.parametrize("where", ["the-file", "below-the-file"])
+def test_a_file_is_no_savepoint_target(sandbox, where):
+    """SAV-8: a savepoint target that is an existing file, or lies below one, raises OSError
+    and leaves the file as it was."""
+    drv = JobDriver(sandbox)
+    drv.init_base()
+    blocker = join(sandbox.root, "not-a-directory")
+    content = b"a file, not a directory"
+    sandbox.backend.raw.makedirs(sandbox.raw_path(sandbox.root), exist_ok=True)
+    sandbox.backend.raw.pipe_file(sandbox.raw_path(blocker), content)
+    target_dir = blocker if where == "the-file" else join(blocker, "savepoints")
+
+    def savepoint() -> None:
+        location = drv.access.initialize_location_for_savepoint(1, target_dir)
+        drv.finalize(location, b"savepoint metadata")
+
+    expect_error(OSError, "SAV-8", "savepoint to a file", savepoint, sandbox, target=target_dir)
+    with tagged("SAV-8", "read the file after the attempt", sandbox, target=target_dir):
+        assert sandbox.read(blocker) == content, "the file changed"
