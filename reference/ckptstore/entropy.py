@@ -20,7 +20,7 @@ import string
 from dataclasses import dataclass
 
 from ckptstore.errors import ConfigurationError, InvalidArgumentTypeError, MissingArgumentError
-from ckptstore.paths import StoragePath, normalise_path_text
+from ckptstore.paths import StoragePath, remove_dot_segments
 from ckptstore.validation import MAX_ENTROPY_LENGTH, describe
 
 __all__ = ["ENTROPY_ALPHABET", "EntropyInjector", "validate_entropy_options"]
@@ -94,7 +94,7 @@ class EntropyInjector:
             return path
         assert self.key is not None
         authority, rest = _split(path)
-        rest = normalise_path_text(rest.replace(self.key, "", 1))
+        rest = remove_dot_segments(rest.replace(self.key, "", 1), shown=path.url)
         if authority and rest == "/":
             rest = ""
         return StoragePath(path.scheme, authority + rest)

@@ -36,7 +36,6 @@ __all__ = [
     "S3_SCHEMES",
     "StoragePath",
     "canonical_scheme",
-    "normalise_path_text",
     "parse_storage_path",
     "remove_dot_segments",
 ]
@@ -49,7 +48,6 @@ S3_SCHEMES = frozenset({"s3", "s3a"})
 
 # A URL scheme per RFC 3986; a single letter is a Windows drive, not a scheme.
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.DOTALL)
-_MULTI_SLASH_RE = re.compile(r"/{2,}")
 # botocore's rule for bucket names (access-point ARNs aside)
 _S3_BUCKET_RE = re.compile(r"^[A-Za-z0-9._\-]{1,255}$")
 
@@ -60,44 +58,31 @@ def canonical_scheme(scheme: str) -> str:
     return "file" if lowered in LOCAL_SCHEMES else lowered
 
 
-def normalise_path_text(text: str) -> str:
-    """Flink's Path rules: backslash -> ``/``, collapse ``//``, strip a trailing ``/``."""
-    text = text.replace("\\", "/")
-    text = _MULTI_SLASH_RE.sub("/", text)
-    if len(text) > 1 and text.endswith("/"):
-        text = text.rstrip("/") or "/"
-    return text
-
-
 def remove_dot_segments(path: str, *, shown: str) -> str:
-    """Resolve ``.`` and ``..`` segments of a ``/``-separated path (RFC 3986, URI.normalize).
+    """Normalise a ``/``-separated path as Flink's Path does (its URI is normalised, RFC 3986).
 
-    ``path`` is absolute (``/a/b``) or starts with an authority (``bucket/a``, the first
-    segment is kept and never climbed over). A ``..`` that would climb above the root or the
-    authority raises ``InvalidPathError``, naming ``shown`` (the text the caller was given)
-    with its credentials removed. Redaction happens only then: parsing is on every handle's
-    path, and a redaction costs more than the parse.
+    Empty and ``.`` segments go (runs of ``/`` collapse, a trailing ``/`` is dropped), and a
+    ``..`` removes the segment before it. ``path`` is absolute (``/a/b``) or starts with an
+    authority (``bucket/a``, the first segment is kept and never climbed over). A ``..`` that
+    would climb above the root or the authority raises ``InvalidPathError``, naming ``shown``
+    (the text the caller was given) with its credentials removed. Redaction happens only then:
+    parsing is on every handle's path, and a redaction costs more than the parse.
     """
-    absolute = path.startswith("/")
-    segments = path.split("/")
-    head = segments[:1]  # "" before an absolute path's first '/', else the authority
-    if head[0] in (".", ".."):
+    head, *segments = path.split("/")  # head: "" before an absolute path's '/', or the authority
+    if head in (".", ".."):
         raise InvalidPathError(f"{redact_text(shown)!r} has no bucket or authority")
     kept: list[str] = []
-    for segment in segments[1:]:
-        if segment in ("", "."):
-            continue
+    for segment in segments:
         if segment == "..":
             if not kept:
                 raise InvalidPathError(
-                    f"{redact_text(shown)!r} climbs above its "
-                    f"{'root' if absolute else 'bucket'} with '..'"
+                    f"{redact_text(shown)!r} climbs above its {'bucket' if head else 'root'} "
+                    "with '..'"
                 )
             kept.pop()
-            continue
-        kept.append(segment)
-    result = "/".join(head + kept)
-    return result or "/"
+        elif segment not in ("", "."):
+            kept.append(segment)
+    return "/".join([head, *kept]) or "/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,13 +175,13 @@ def parse_storage_path(url: str | StoragePath | os.PathLike[str]) -> StoragePath
             rest = "/" + remainder
         return _local(rest, shown=text)
     if scheme == "memory":
-        body = remove_dot_segments(normalise_path_text("/" + rest), shown=text)
+        body = remove_dot_segments("/" + rest.replace("\\", "/"), shown=text)
         return StoragePath("memory", body)
     if not rest.startswith("//"):
         raise InvalidArgumentError(
             f"URL {redact_text(text)!r} has no authority (expected {scheme}://...)"
         )
-    body = normalise_path_text(rest[2:]).strip("/")
+    body = rest[2:].replace("\\", "/").strip("/")
     if not body:
         raise InvalidArgumentError(f"URL {redact_text(text)!r} names no bucket or path")
     body = remove_dot_segments(body, shown=text)
@@ -211,7 +196,7 @@ def parse_storage_path(url: str | StoragePath | os.PathLike[str]) -> StoragePath
 
 
 def _local(text: str, *, shown: str) -> StoragePath:
-    text = normalise_path_text(text)
+    text = text.replace("\\", "/")
     if not text.startswith("/"):
         text = f"{os.getcwd()}/{text}"
     return StoragePath("file", remove_dot_segments(text, shown=shown))
