@@ -212,13 +212,17 @@ def forget_unmutated_copies(workdir: Path, modules: list[str]) -> None:
 
     mutmut copies a module it does not mutate with a fresh modification time and later takes
     that copy for an up-to-date mutated file, so a module asked for after an earlier run
-    that left it out would never be mutated. A mutated module has a ``.meta`` file beside it.
+    that left it out would never be mutated. A mutated module holds mutmut's trampolines
+    (``__mutmut_orig``); a plain copy does not, even where an earlier run left a ``.meta``
+    beside it (a run with fewer ``--modules`` in the same workdir copies the others plainly
+    over their mutated files). The ``.meta`` stays: mutmut keeps the results of the
+    functions that did not change.
     """
     mutated_dir = workdir / "mutants" / "src" / "ckptstore"
     forgot = False
     for pattern in modules:
         for copy in mutated_dir.glob(pattern):
-            if copy.suffix == ".py" and not copy.with_name(copy.name + ".meta").exists():
+            if copy.suffix == ".py" and "__mutmut_orig" not in copy.read_text(encoding="utf-8"):
                 copy.unlink()
                 forgot = True
     if forgot:
