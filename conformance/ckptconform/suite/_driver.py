@@ -42,7 +42,9 @@ __all__ = [
     "is_inline",
     "join",
     "move_tree",
+    "parent",
     "payload",
+    "put_file",
     "read_handle",
     "rel_paths",
     "require",
@@ -224,6 +226,11 @@ def join(url: str, *parts: str) -> str:
     return "/".join([url.rstrip("/"), *(p.strip("/") for p in parts)])
 
 
+def parent(url: str) -> str:
+    """The URL of the directory that holds ``url`` (a trailing '/' on ``url`` is ignored)."""
+    return url.rstrip("/").rsplit("/", 1)[0]
+
+
 def _raw(sandbox: Any, url: str) -> str:
     return str(sandbox.raw_path(url)).rstrip("/")
 
@@ -258,15 +265,21 @@ def rel_paths(sandbox: Any, url: str) -> tuple[list[str], list[str]]:
     return sorted(files), sorted(dirs)
 
 
+def put_file(sandbox: Any, url: str, data: bytes) -> None:
+    """Write a file on the backend, raw (bypassing the implementation), with its directories
+    on file systems that have them."""
+    raw = sandbox.backend.raw
+    if not sandbox.backend.object_store:
+        raw.makedirs(sandbox.raw_path(parent(url)), exist_ok=True)
+    raw.pipe_file(sandbox.raw_path(url), data)
+
+
 def move_tree(sandbox: Any, source: str, destination: str) -> None:
     """Move a directory on the backend (raw copy of every file, then delete the source)."""
     raw = sandbox.backend.raw
     base = sandbox.raw_path(source)
     for path in files_below(sandbox, source):
-        new = join(destination, path[len(base) + 1 :])
-        if not sandbox.backend.object_store:
-            raw.makedirs(sandbox.raw_path(new.rsplit("/", 1)[0]), exist_ok=True)
-        raw.pipe_file(sandbox.raw_path(new), raw.cat_file(path))
+        put_file(sandbox, join(destination, path[len(base) + 1 :]), raw.cat_file(path))
     raw.rm(base, recursive=True)
 
 

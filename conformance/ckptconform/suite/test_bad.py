@@ -61,7 +61,9 @@ from ckptconform.suite._driver import (
     file_options,
     file_path,
     join,
+    parent,
     payload,
+    put_file,
     read_handle,
     same_location,
     tagged,
@@ -392,10 +394,10 @@ def test_hostile_savepoint_targets(world):
             except POINTER_ERRORS:
                 continue  # refusing a target with '..' is allowed
         pointer = completed.external_pointer
-        parent = pointer.rstrip("/").rsplit("/", 1)[0]
+        holder = parent(pointer)
         if dot_segments(pointer):
             failures.append(f"{call}: external_pointer {pointer!r} keeps {dot_segments(pointer)}")
-        elif not same_location(sandbox, parent, "/".join([sandbox.root, *norm])):
+        elif not same_location(sandbox, holder, "/".join([sandbox.root, *norm])):
             failures.append(f"{call}: savepoint at {pointer!r}, not below {'/'.join(norm)}")
         for name in absent:
             if sandbox.exists(join(sandbox.root, name)):
@@ -518,7 +520,6 @@ def test_bad_input_changes_nothing(world):
 
 def _victims(sandbox: Any, drv: JobDriver) -> dict[str, bytes]:
     """Someone else's files next to the checkpoints, written raw."""
-    raw = sandbox.backend.raw
     files = {
         join(sandbox.root, "victim", "thesis.tex"): b"someone else's thesis",
         join(sandbox.root, "victim", "_metadata"): b"not a checkpoint's metadata",
@@ -527,9 +528,7 @@ def _victims(sandbox: Any, drv: JobDriver) -> dict[str, bytes]:
         join(sandbox.checkpoint_dir, "readme.txt"): b"a readme in the base directory",
     }
     for url, data in files.items():
-        if not sandbox.backend.object_store:
-            raw.makedirs(sandbox.raw_path(url.rsplit("/", 1)[0]), exist_ok=True)
-        raw.pipe_file(sandbox.raw_path(url), data)
+        put_file(sandbox, url, data)
     return files
 
 

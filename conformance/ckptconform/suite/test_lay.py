@@ -25,6 +25,7 @@ from ckptconform.suite._driver import (
     files_below,
     is_dir,
     join,
+    parent,
     payload,
     read_handle,
     rel_paths,
@@ -265,10 +266,6 @@ def test_entropy_never_reaches_the_store(sandbox, backend):
     assert files_below(sandbox, drv.chk_dir(3)) == [], msg + "\nfiles at the literal-key path"
 
 
-def _parent(url: str) -> str:
-    return url.rstrip("/").rsplit("/", 1)[0]
-
-
 @pytest.mark.clause("LAY-10")
 @pytest.mark.parametrize("create_subdir", [False, True])
 def test_flat_layout_without_job_directory(sandbox, target, create_subdir):
@@ -288,10 +285,10 @@ def test_flat_layout_without_job_directory(sandbox, target, create_subdir):
     expected = {
         "external pointer": (completed.external_pointer, join(job_dir, "chk-5")),
         "_metadata": (file_path(completed.metadata_handle), join(job_dir, "chk-5", "_metadata")),
-        "exclusive state's directory": (_parent(file_path(written[0][0])), join(job_dir, "chk-5")),
-        "shared state's directory": (_parent(file_path(written[1][0])), join(job_dir, "shared")),
+        "exclusive state's directory": (parent(file_path(written[0][0])), join(job_dir, "chk-5")),
+        "shared state's directory": (parent(file_path(written[1][0])), join(job_dir, "shared")),
         "task-owned state's directory": (
-            _parent(file_path(task_owned)),
+            parent(file_path(task_owned)),
             join(job_dir, "taskowned"),
         ),
     }

@@ -22,6 +22,7 @@ from ckptconform.suite._driver import (
     join,
     move_tree,
     payload,
+    put_file,
     read_handle,
     roundtrip,
     same_location,
@@ -202,8 +203,7 @@ def test_a_file_is_no_savepoint_target(sandbox, where):
     drv.init_base()
     blocker = join(sandbox.root, "not-a-directory")
     content = b"a file, not a directory"
-    sandbox.backend.raw.makedirs(sandbox.raw_path(sandbox.root), exist_ok=True)
-    sandbox.backend.raw.pipe_file(sandbox.raw_path(blocker), content)
+    put_file(sandbox, blocker, content)
     target_dir = blocker if where == "the-file" else join(blocker, "savepoints")
 
     def savepoint() -> None:
