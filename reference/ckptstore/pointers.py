@@ -206,36 +206,39 @@ def _info(fs: Any, path: StoragePath, pointer: str) -> dict[str, Any] | None:
     return info
 
 
-def _is_file(info: dict[str, Any] | None) -> bool:
-    return info is not None and info.get("type") == "file"
+def _file_size(info: dict[str, Any] | None) -> int | None:
+    """The size of the file ``info`` describes; None when it describes nothing or a directory."""
+    if info is None or info.get("type") != "file":
+        return None
+    return int(info["size"])
 
 
 def _find_metadata(fs: Any, location: StoragePath, pointer: str) -> tuple[StoragePath, int]:
     """The metadata file and its size, in as few requests as possible (PTR5-PTR8)."""
     if location.name == METADATA_FILE_NAME:
         info = _info(fs, location, pointer)
-        if _is_file(info):
-            assert info is not None
-            return location, int(info["size"])
+        size = _file_size(info)
+        if size is not None:
+            return location, size
         candidate = location.child(METADATA_FILE_NAME)
         candidate_info = _info(fs, candidate, pointer) if info is not None else None
+        size = _file_size(candidate_info)
+        if size is not None:
+            return candidate, size
     else:
         candidate = location.child(METADATA_FILE_NAME)
-        candidate_info = _info(fs, candidate, pointer)
-        if _is_file(candidate_info):
-            assert candidate_info is not None
-            return candidate, int(candidate_info["size"])
+        size = _file_size(_info(fs, candidate, pointer))
+        if size is not None:
+            return candidate, size
         info = _info(fs, location, pointer)
-    if _is_file(candidate_info):
-        assert candidate_info is not None
-        return candidate, int(candidate_info["size"])
     if info is None:
         raise CheckpointNotFoundError(
             f"Cannot find checkpoint or savepoint file/directory '{redact_text(pointer)}' on "
             f"file system '{location.scheme}'."
         )
-    if _is_file(info):
-        return location, int(info["size"])
+    size = _file_size(info)
+    if size is not None:
+        return location, size
     raise CheckpointNotFoundError(
         f"Cannot find meta data file '{METADATA_FILE_NAME}' in directory '{location.url}'. "
         "Please try to load the checkpoint/savepoint directly from the metadata file instead "
