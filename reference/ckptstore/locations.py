@@ -54,7 +54,8 @@ def checked_sizes(file_state_threshold: int, write_buffer_size: int) -> tuple[in
     """The inline threshold and write buffer size, checked as Flink's factory checks them.
 
     For a factory constructed directly (Flink's ``FsCheckpointStreamFactory`` is public); a
-    storage's factories get values the storage has checked already (``ckptstore.config``).
+    storage's factories get values the storage has checked already
+    (``ckptstore.filesystem_storage``).
     """
     file_state_threshold = require_int(
         file_state_threshold,
