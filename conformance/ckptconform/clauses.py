@@ -186,22 +186,25 @@ OPTIONS: dict[str, Option] = {
         Option(
             "retry_attempts",
             "int",
-            ">= 1 requests per operation (the suite passes 1 and 3)",
+            "an integer >= 1 (not a bool): requests per operation (the suite passes 1 and 3); "
+            "BAD-9 passes 0, -1, True, 2.5 and '3' and expects an error",
             "The retry budget's attempts: how many requests one operation may send before it "
             "gives up with an OSError.",
             "retry-budget",
-            "in REQ-6's test (with retry_seconds), and in BAD-8's test when the target claims "
-            "retry-budget (refused connections end quickly).",
+            "in REQ-6's test (with retry_seconds), in BAD-8's test when the target claims "
+            "retry-budget (refused connections end quickly), and alone in BAD-9's test.",
         ),
         Option(
             "retry_seconds",
             "float",
-            "> 0 seconds per operation, an int or a float (the suite passes 5 and 10)",
+            "a finite number > 0 (int or float, not a bool): seconds per operation (the suite "
+            "passes 5 and 10); BAD-9 passes 0, -1, NaN, infinity, True and '5' and expects an "
+            "error",
             "The retry budget's time: how long one operation may take, retries included, "
             "before it gives up with an OSError.",
             "retry-budget",
-            "in REQ-6's test (with retry_attempts), and in BAD-8's test when the target claims "
-            "retry-budget.",
+            "in REQ-6's test (with retry_attempts), in BAD-8's test when the target claims "
+            "retry-budget, and alone in BAD-9's test.",
         ),
     )
 }
@@ -882,6 +885,34 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "accept any credentials the same holds for a storage that reaches the store with a "
      "secret key and session token (state written, finalized, resolved, read, disposed), and "
      "elsewhere for the backend's own secret (decision; the contract's untrusted-input rules).",
+     ("decision",)),
+    ("BAD-9", "MUST", ("retry-budget",), "invalid retry budgets are refused",
+     "A retry_attempts of 0 or -1 and a retry_seconds of 0, -1, NaN or infinity raise "
+     "ValueError; a retry_attempts of True, 2.5 or '3' and a retry_seconds of True or '5' raise "
+     "TypeError or ValueError (subclasses accepted); each when the storage is made, or at the "
+     "latest when the job's access is created and a first stream of state is closed, on every "
+     "backend (decision: a budget that allows no request, no time or unbounded time is a "
+     "misconfiguration, refused as INL-7 and MEM-4 refuse theirs; the options catalog gives "
+     "the ranges).",
+     ("decision",)),
+    ("BAD-10", "MUST", (), "an unreachable store fails fast, typed and named",
+     "On object-store backends, with storage_options whose endpoint_url names 127.0.0.1 at a "
+     "port that refuses connections: closing a stream of 3000 bytes of state (where "
+     "inline-state or file-layout is claimed; with an inline threshold of 1024 where "
+     "inline-state is), finalizing a checkpoint's "
+     "_metadata and resolve_checkpoint of a pointer below the test's root each raise an "
+     "OSError within 15 seconds whose message names the endpoint's host and port; the steps "
+     "before them (make_storage, creating the access, initializing the base locations and "
+     "the checkpoint's location, creating streams, writing, close()) either succeed or fail "
+     "the same way, and a failed base initialization does not stop the checkpoint's location "
+     "from being used (decision; SPK-6 on the coordinator; Flink's IOException naming the "
+     "host).",
+     ("decision",)),
+    ("BAD-11", "SHOULD", (), "an unreachable store is a ConnectionError",
+     "In BAD-10's steps, an error caused by the refused connection is a ConnectionError "
+     "(Python's OSError subclass for a connection that could not be made; Flink's "
+     "java.net.ConnectException), so that callers can tell an unreachable store from a "
+     "missing or unreadable object (decision).",
      ("decision",)),
     # ------------------------------------------------------------------ SPK
     ("SPK-1", "MUST", (), "storages ship to executors",

@@ -15,6 +15,7 @@ as a ``ClauseFailure`` that names the clause (the reports read the ids, never th
 from __future__ import annotations
 
 import pickle
+import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -217,6 +218,14 @@ def is_inline(handle: Any) -> bool:
 def file_options(target: Any) -> dict[str, Any]:
     """Options that make state go to files when the target has a threshold (inline-state)."""
     return {"inline_threshold": 0} if "inline-state" in target.capabilities else {}
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nobody listens on (bound, then released): an endpoint there
+    refuses connections."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 # --------------------------------------------------------------------------- backend paths

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import re
-import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,8 @@ from ckptconform.suite._driver import (
     EXCLUSIVE,
     SHARED,
     JobDriver,
+    closed_port,
+    expect_error,
     fail_message,
     file_options,
     file_path,
@@ -65,6 +68,7 @@ from ckptconform.suite._driver import (
     payload,
     put_file,
     read_handle,
+    require,
     same_location,
     tagged,
 )
@@ -606,14 +610,6 @@ def test_disposal_deletes_only_checkpoint_directories(sandbox, target):
 # --------------------------------------------------------------------------- BAD-8: secrets
 
 
-def _closed_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = int(probe.getsockname()[1])
-    probe.close()
-    return port
-
-
 def _chain(error: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
     current: BaseException | None = error
@@ -738,7 +734,7 @@ def _exercise(watch: SecretWatch, sandbox: Any, target: Any, storage: Any, reach
 UNREACHABLE_PHASE_SECONDS = 20.0
 
 
-def _within(seconds: float, work: Callable[[], None]) -> bool:
+def _within(seconds: float, work: Callable[[], None], name: str = "ckptconform-bad") -> bool:
     """Run ``work`` in a daemon thread; False if it has not finished after ``seconds``."""
     done = threading.Event()
 
@@ -748,7 +744,7 @@ def _within(seconds: float, work: Callable[[], None]) -> bool:
         finally:
             done.set()
 
-    threading.Thread(target=run, name="ckptconform-bad-8", daemon=True).start()
+    threading.Thread(target=run, name=name, daemon=True).start()
     return done.wait(seconds)
 
 
@@ -760,7 +756,7 @@ def test_no_secret_is_shown(sandbox, target, backend):
     secret = f"ckptconform-secret-{random_name(12)}"
     token = f"ckptconform-token-{random_name(12)}"
     watch = SecretWatch([password, secret, token])
-    endpoint = f"127.0.0.1:{_closed_port()}"
+    endpoint = f"127.0.0.1:{closed_port()}"
     base = dict(backend.storage_options)
     with_secrets = {
         **base,
@@ -795,3 +791,206 @@ def test_no_secret_is_shown(sandbox, target, backend):
         "BAD-8", "reprs and errors with secrets configured", leaks + notes, watch.steps, "steps",
         endpoint=endpoint,
     )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- BAD-9: retry budgets
+
+#: BAD-9's budgets: the option, its value and the errors it must raise.
+BAD_BUDGETS: tuple[tuple[str, Any, tuple[type[Exception], ...]], ...] = (
+    ("retry_attempts", 0, (ValueError,)),
+    ("retry_attempts", -1, (ValueError,)),
+    ("retry_seconds", 0, (ValueError,)),
+    ("retry_seconds", -1, (ValueError,)),
+    ("retry_seconds", math.nan, (ValueError,)),
+    ("retry_seconds", math.inf, (ValueError,)),
+    ("retry_attempts", True, ARGUMENT_ERRORS),
+    ("retry_attempts", 2.5, ARGUMENT_ERRORS),
+    ("retry_attempts", "3", ARGUMENT_ERRORS),
+    ("retry_seconds", True, ARGUMENT_ERRORS),
+    ("retry_seconds", "5", ARGUMENT_ERRORS),
+)
+
+
+@pytest.mark.clause("BAD-9")
+@pytest.mark.parametrize(
+    ("option", "value", "errors"), BAD_BUDGETS, ids=[f"{o}={v!r}" for o, v, _ in BAD_BUDGETS]
+)
+def test_invalid_retry_budgets_are_refused(sandbox, target, option, value, errors):
+    """BAD-9: a retry budget out of range or of the wrong type is refused by first use."""
+
+    def use() -> Any:
+        drv = JobDriver(sandbox, **{option: value}, **file_options(target))
+        drv.init_base()
+        return drv.write(drv.location(1), payload(3000))
+
+    expect_error(
+        errors, "BAD-9", "make_storage, the access and a first stream", use, sandbox,
+        **{option: value},
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- BAD-10, BAD-11
+
+#: BAD-10's bound on each step through an endpoint that refuses connections (SPK-6's).
+UNREACHABLE_STEP_SECONDS = 15.0
+
+
+@dataclass
+class Step:
+    """One call through an unreachable endpoint: what it returned or raised, and how long."""
+
+    name: str
+    seconds: float
+    finished: bool
+    must_fail: bool
+    result: Any = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.finished and self.error is None
+
+    def said(self) -> str:
+        return f"{type(self.error).__name__}: {show(str(self.error), 240)}"
+
+
+class UnreachableRun:
+    """Steps against an endpoint that refuses connections, each timed and bounded.
+
+    Each step either returns or raises; the tests judge the record: whether the failures are
+    OSErrors naming the endpoint in time and whether the steps that need the store failed
+    (BAD-10), and whether they are ConnectionErrors (BAD-11).
+    """
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.steps: list[Step] = []
+
+    def step(self, name: str, call: Callable[[], Any], *, must_fail: bool = False) -> Step:
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = call()
+            except Exception as exc:
+                box["error"] = exc
+
+        started = time.monotonic()
+        finished = _within(UNREACHABLE_STEP_SECONDS, work, "ckptconform-unreachable")
+        seconds = time.monotonic() - started
+        done = Step(name, seconds, finished, must_fail, box.get("result"), box.get("error"))
+        self.steps.append(done)
+        return done
+
+    def untyped_or_unnamed(self) -> list[str]:
+        """Steps that hung, returned where they must fail, or failed untyped, unnamed or late."""
+        found = []
+        for step in self.steps:
+            if not step.finished:
+                found.append(f"  {step.name}: still running after {step.seconds:.0f} s")
+            elif step.error is None:
+                if step.must_fail:
+                    found.append(
+                        f"  {step.name}: returned {show(step.result)}, although it cannot have "
+                        "reached the store"
+                    )
+            elif not isinstance(step.error, OSError):
+                found.append(f"  {step.name}: not an OSError: {step.said()}")
+            elif self.endpoint not in str(step.error):
+                found.append(
+                    f"  {step.name}: the message does not name the endpoint {self.endpoint}: "
+                    + step.said()
+                )
+            elif step.seconds > UNREACHABLE_STEP_SECONDS:
+                found.append(f"  {step.name}: failed only after {step.seconds:.1f} s")
+        return found
+
+    def not_connection_errors(self) -> list[str]:
+        """Steps that failed with an OSError that is no ConnectionError."""
+        return [
+            f"  {step.name}: an OSError, not a ConnectionError: {step.said()}"
+            for step in self.steps
+            if isinstance(step.error, OSError) and not isinstance(step.error, ConnectionError)
+        ]
+
+
+def _unreachable_run(sandbox: Any, target: Any, backend: Any) -> UnreachableRun:
+    """The steps on a storage whose endpoint refuses connections."""
+    endpoint = f"127.0.0.1:{closed_port()}"
+    routed = {**backend.storage_options, "endpoint_url": f"http://{endpoint}"}
+    options = {"inline_threshold": 1024} if "inline-state" in target.capabilities else {}
+    writes_files = bool({"inline-state", "file-layout"} & set(target.capabilities))
+    run = UnreachableRun(endpoint)
+    storage = run.step(
+        "make_storage", lambda: sandbox.make_storage(storage_options=routed, **options)
+    )
+    if storage.ok:
+        _unreachable_steps(run, sandbox, storage.result, writes_files)
+    return run
+
+
+def _require_none(clause: str, findings: list[str], run: UnreachableRun) -> None:
+    require(
+        not findings,
+        clause,
+        report(clause, "steps through an unreachable endpoint", findings, len(run.steps),
+               "steps", endpoint=f"http://{run.endpoint}"),
+    )  # fmt: skip
+
+
+@pytest.mark.clause("BAD-10")
+@pytest.mark.backend_traits(object_store=True)
+def test_unreachable_store_fails_fast_typed_and_named(sandbox, target, backend):
+    """BAD-10: through an endpoint that refuses connections, the steps that need the store
+    raise an OSError naming the endpoint within 15 s."""
+    run = _unreachable_run(sandbox, target, backend)
+    _require_none("BAD-10", run.untyped_or_unnamed(), run)
+
+
+@pytest.mark.clause("BAD-11")
+@pytest.mark.backend_traits(object_store=True)
+def test_unreachable_store_is_a_connection_error(sandbox, target, backend):
+    """BAD-11: an error caused by the refused connection is a ConnectionError."""
+    run = _unreachable_run(sandbox, target, backend)
+    _require_none("BAD-11", run.not_connection_errors(), run)
+
+
+def _unreachable_steps(run: UnreachableRun, sandbox: Any, storage: Any, writes_files: bool) -> None:
+    """BAD-10's steps after make_storage: a stream, a finalization and a pointer."""
+    access = run.step(
+        "create_checkpoint_storage", lambda: storage.create_checkpoint_storage(JobID.generate())
+    )
+    if access.ok:
+        # an access whose base locations failed still serves a location, as a worker's does
+        run.step(
+            "initialize_base_locations_for_checkpoint",
+            access.result.initialize_base_locations_for_checkpoint,
+        )
+        location = run.step(
+            "initialize_location_for_checkpoint(1)",
+            lambda: access.result.initialize_location_for_checkpoint(1),
+        )
+        if location.ok:
+            stream = run.step(
+                "create_checkpoint_state_output_stream(EXCLUSIVE)",
+                lambda: location.result.create_checkpoint_state_output_stream(EXCLUSIVE),
+            )
+            if stream.ok:
+                _close_after_write(run, stream.result, "", writes_files)
+            metadata = run.step(
+                "create_metadata_output_stream", location.result.create_metadata_output_stream
+            )
+            if metadata.ok:
+                _close_after_write(run, metadata.result, "metadata ", True)
+    pointer = join(sandbox.checkpoint_dir, random_name(8), "chk-1")
+    run.step("resolve_checkpoint", lambda: storage.resolve_checkpoint(pointer), must_fail=True)
+
+
+def _close_after_write(run: UnreachableRun, stream: Any, kind: str, must_fail: bool) -> None:
+    """Write into a state (or metadata) stream, close it for its result, then close() it."""
+    data = b"metadata" if kind else payload(3000)
+    wrote = run.step(f"{kind}write({len(data)} bytes)", lambda: stream.write(data))
+    if wrote.ok:
+        closing = "close_and_finalize_checkpoint" if kind else "close_and_get_handle"
+        run.step(closing, getattr(stream, closing), must_fail=must_fail)
+    run.step(f"{kind}close()", stream.close)

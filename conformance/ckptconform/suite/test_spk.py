@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,6 +27,7 @@ import pytest
 
 from ckptconform.backends.base import random_name
 from ckptconform.suite._driver import (
+    closed_port,
     fail_message,
     file_path,
     files_below,
@@ -185,13 +185,6 @@ def _completed_checkpoint(
     return coord, run
 
 
-def _closed_port() -> int:
-    """A port on 127.0.0.1 that nobody listens on (bound, then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 # --------------------------------------------------------------------------- SPK-1, 2, 3
 
 
@@ -333,7 +326,7 @@ def test_unreachable_endpoints_fail_fast_and_typed(sandbox, target, spark, backe
     _, run = _completed_checkpoint(sandbox, target, spark, 1, "SPK-6")
     # Inline handles reach no store; a storage that writes no files passes trivially.
     files = _file_states(run.states)[:2]
-    endpoint = f"127.0.0.1:{_closed_port()}"
+    endpoint = f"127.0.0.1:{closed_port()}"
     secret = f"ckptconform-secret-{random_name(20)}"
     options = {
         **backend.storage_options,
