@@ -814,6 +814,17 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "scope as shared, S3, and its JobManager storage ignores the reference, ACC9: this SHOULD "
      "goes beyond Flink).",
      ("ACC6", "ACC7", "ACC9", "S3", "decision")),
+    ("BAD-12", "SHOULD", (), "errors name the bad argument",
+     "In BAD-1's fixed corpus, the message of every error raised names the argument that was "
+     "bad by its parameter name in ckptstore.api (job_id, external_pointer, checkpoint_id, "
+     "external_location_pointer, reference, scope, handle, handles, data; a pointer or "
+     "savepoint target may be called 'pointer' or 'target', a handles list 'handle'), compared "
+     "without case, spaces and underscores, so 'jobId' and 'checkpoint id' count (decision, "
+     "beyond Flink: an error for bad input says what was wrong, never only what broke deep "
+     "inside; Flink's FileSystemCheckpointStorage raises a NullPointerException and an "
+     "IllegalArgumentException without a message for a None job id and a negative checkpoint "
+     "id).",
+     ("decision",)),
     ("BAD-4", "MUST", (), "hostile pointers and references",
      "resolve_checkpoint of the storage and of an access, given the corpus's hostile pointers "
      "(empty, blank, NUL, newline and other control characters, lone surrogates that are not "

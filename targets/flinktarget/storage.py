@@ -224,7 +224,7 @@ def _bytes(data: Any) -> bytes:
         return data
     if isinstance(data, bytearray | memoryview):
         return bytes(data)
-    raise JavaTypeError(f"write takes bytes; got {type(data).__name__}")
+    raise JavaTypeError(f"write(data): data must be bytes-like; got {type(data).__name__}")
 
 
 # --------------------------------------------------------------------------- reading

@@ -230,6 +230,52 @@ def test_stricter_than_flink(world):
     assert not failures, report("BAD-3", "stricter-than-Flink corpus", failures, len(outcomes))
 
 
+#: BAD-12: the words by which an error may name each argument of the corpus (the contract's
+#: parameter name first), compared without case, spaces and underscores.
+ARGUMENT_NAMES: dict[str, tuple[str, ...]] = {
+    "job_id": ("job_id",),
+    "pointer": ("external_pointer", "pointer"),
+    "checkpoint_id": ("checkpoint_id",),
+    "target": ("external_location_pointer", "target", "pointer"),
+    "reference": ("reference",),
+    "scope": ("scope",),
+    "handle": ("handle",),
+    "handles": ("handles", "handle"),
+    "data": ("data",),
+}
+
+
+def _argument_names(outcome: Outcome) -> tuple[str, ...]:
+    """How the error of ``outcome`` may name the argument its operation varies (the one of
+    the operation's parameters that is a name, not a fixed value)."""
+    name = outcome.bad.operation.name
+    inside = name[name.rindex("(") + 1 : -1]
+    return next(
+        ARGUMENT_NAMES[part.strip()] for part in inside.split(",") if part.strip() in ARGUMENT_NAMES
+    )
+
+
+def _squeezed(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _names_its_argument(outcome: Outcome) -> bool:
+    message = _squeezed(str(outcome.error))
+    return any(_squeezed(name) in message for name in _argument_names(outcome))
+
+
+@pytest.mark.clause("BAD-12")
+def test_errors_name_the_bad_argument(world):
+    """BAD-12 (SHOULD): each error of the fixed corpus names the argument that was bad."""
+    outcomes = [o for o in corpus(world, MUST_REFUSE) if o.error is not None]
+    failures = [
+        o.line() + f" (expected a message naming {' or '.join(_argument_names(o))})"
+        for o in outcomes
+        if not _names_its_argument(o)
+    ]
+    assert not failures, report("BAD-12", "bad-argument corpus", failures, len(outcomes))
+
+
 def _operations_for(target: Any) -> list[Any]:
     return [
         op for op in OPERATIONS if op.capability is None or op.capability in target.capabilities
