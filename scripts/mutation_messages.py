@@ -10,6 +10,16 @@ trees of the original function and of the mutant differ in nothing but arguments
 such parameters. The comparison reads the functions that mutmut wrote into its ``mutants/``
 copy (``x_name__mutmut_orig`` beside ``x_name__mutmut_7``), so it sees the real code, not the
 diff's text, and an argument nested in another call is attributed to its own callee.
+
+Three more changes count as message-only, each decided on the original function's code:
+
+* the assignment of a *message local*: a local variable whose every use is in an argument to
+  a message parameter, or in the assignment of another message local (``accepted = "a
+  string"`` used only in ``_wrong_type(setting, value, accepted)``);
+* the condition of an ``if`` whose branches do nothing but assign message locals (which of
+  two wordings is chosen);
+* the default value of a message parameter in the function's own signature
+  (``def require_job_id(value, setting="job_id")``).
 """
 
 from __future__ import annotations
@@ -96,8 +106,17 @@ def _nested(a: ast.AST, b: ast.AST, sites: list[Site]) -> bool:
     return False
 
 
-def _compare(a: object, b: object, sites: list[Site]) -> bool:
-    """True when ``a`` and ``b`` differ only in call arguments (recorded in ``sites``)."""
+#: The pseudo-callees of sites that are no call argument: a message local's assignment, the
+#: condition choosing between message locals, a message parameter's default.
+LOCAL = "<message local>"
+CHOICE = "<wording choice>"
+
+
+def _compare(
+    a: object, b: object, sites: list[Site], locals_: frozenset[str] = frozenset()
+) -> bool:
+    """True when ``a`` and ``b`` differ only in call arguments (recorded in ``sites``), or in
+    what is assigned to the message locals ``locals_``."""
     if isinstance(a, ast.AST) and isinstance(b, ast.AST):
         if type(a) is not type(b):
             return False
@@ -105,25 +124,155 @@ def _compare(a: object, b: object, sites: list[Site]) -> bool:
             return True
         if isinstance(a, ast.Call) and isinstance(b, ast.Call) and _same(a.func, b.func):
             return _argument_sites(a, b, sites)
+        if isinstance(a, ast.Assign) and isinstance(b, ast.Assign):
+            names = _assigned_names(a)
+            if names is not None and names <= locals_ and _same_targets(a, b):
+                sites.extend((LOCAL, name) for name in sorted(names))
+                return True
+        if isinstance(a, ast.If) and isinstance(b, ast.If) and _only_assigns(a, locals_):
+            if not _same(a.test, b.test):
+                sites.append((CHOICE, ast.unparse(a.test)))
+            return _compare(a.body, b.body, sites, locals_) and _compare(
+                a.orelse, b.orelse, sites, locals_
+            )
         return all(
-            _compare(value, getattr(b, name, None), sites) for name, value in ast.iter_fields(a)
+            _compare(value, getattr(b, name, None), sites, locals_)
+            for name, value in ast.iter_fields(a)
         )
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_compare(x, y, sites) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(
+            _compare(x, y, sites, locals_) for x, y in zip(a, b, strict=True)
+        )
     return a == b
 
 
-def changed_sites(original: ast.AST, mutant: ast.AST) -> list[Site] | None:
-    """The call arguments in which a mutant differs from its original, or None when it
-    differs in anything else."""
+def _assigned_names(node: ast.Assign) -> set[str] | None:
+    """The names an assignment binds, or None when it binds anything but plain names."""
+    if not all(isinstance(target, ast.Name) for target in node.targets):
+        return None
+    return {target.id for target in node.targets if isinstance(target, ast.Name)}
+
+
+def _same_targets(a: ast.Assign, b: ast.Assign) -> bool:
+    return len(a.targets) == len(b.targets) and all(
+        _same(x, y) for x, y in zip(a.targets, b.targets, strict=True)
+    )
+
+
+def _only_assigns(node: ast.If, locals_: frozenset[str]) -> bool:
+    """An ``if`` whose branches do nothing but assign message locals (nested ifs included)."""
+    for statement in [*node.body, *node.orelse]:
+        if isinstance(statement, ast.If):
+            if not _only_assigns(statement, locals_):
+                return False
+            continue
+        names = _assigned_names(statement) if isinstance(statement, ast.Assign) else None
+        if names is None or not names <= locals_:
+            return False
+    return True
+
+
+def _message_arguments(call: ast.Call, parameters: Iterable[MessageParameter]) -> list[ast.expr]:
+    """The arguments ``call`` gives to message parameters."""
+    callee = _callee(call)
+    found: list[ast.expr] = []
+    for parameter in parameters:
+        if parameter.callee != callee:
+            continue
+        if parameter.position is not None and parameter.position < len(call.args):
+            found.append(call.args[parameter.position])
+        found.extend(k.value for k in call.keywords if k.arg == parameter.parameter)
+    return found
+
+
+def message_locals(function: ast.AST, parameters: Iterable[MessageParameter]) -> frozenset[str]:
+    """The locals of ``function`` that feed only messages: every load of one lies in an
+    argument to a message parameter, or in the value assigned to another such local."""
+    parameters = list(parameters)
+    candidates = {
+        name
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign)
+        for name in (_assigned_names(node) or ())
+    }
+    signature = getattr(function, "args", None)
+    arguments = (
+        {arg.arg for arg in ast.walk(signature) if isinstance(arg, ast.arg)}
+        if signature is not None
+        else set()
+    )
+    candidates -= arguments  # a parameter rebound is still the caller's value
+    in_messages: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call):
+            for argument in _message_arguments(node, parameters):
+                in_messages.update(id(n) for n in ast.walk(argument) if isinstance(n, ast.Name))
+    loads = [
+        n for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    ]
+    while True:
+        feeding = set(in_messages)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and (_assigned_names(node) or {""}) <= candidates:
+                feeding.update(id(n) for n in ast.walk(node.value) if isinstance(n, ast.Name))
+        kept = {name for name in candidates if all(id(n) in feeding for n in loads if n.id == name)}
+        if kept == candidates:
+            return frozenset(kept)
+        candidates = kept
+
+
+def _defaults(arguments: ast.arguments) -> dict[str, ast.expr]:
+    """Each parameter's default value, by name."""
+    positional = [*arguments.posonlyargs, *arguments.args]
+    found = {
+        arg.arg: default
+        for arg, default in zip(
+            positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True
+        )
+    }
+    found.update(
+        (arg.arg, default)
+        for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+        if default is not None
+    )
+    return found
+
+
+def _signature_sites(a: ast.AST | None, b: ast.AST | None, callee: str) -> list[Site] | None:
+    """The parameters whose defaults differ (as sites of ``callee``), or None when the
+    signatures differ in anything else."""
+    if not isinstance(a, ast.arguments) or not isinstance(b, ast.arguments):
+        return [] if _same(a, b) else None
+    defaults_a, defaults_b = _defaults(a), _defaults(b)
+    if defaults_a.keys() != defaults_b.keys():
+        return None
+    changed = sorted(name for name in defaults_a if not _same(defaults_a[name], defaults_b[name]))
+    bare_a = ast.arguments(**{**a.__dict__, "defaults": [], "kw_defaults": []})
+    bare_b = ast.arguments(**{**b.__dict__, "defaults": [], "kw_defaults": []})
+    if not _same(bare_a, bare_b):
+        return None
+    return [(callee, name) for name in changed]
+
+
+def changed_sites(
+    original: ast.AST,
+    mutant: ast.AST,
+    locals_: frozenset[str] = frozenset(),
+    callee: str = "",
+) -> list[Site] | None:
+    """The call arguments, message locals, wording choices and parameter defaults in which a
+    mutant differs from its original, or None when it differs in anything else."""
     sites: list[Site] = []
     body_a = getattr(original, "body", None)
     body_b = getattr(mutant, "body", None)
-    if not _compare(body_a, body_b, sites) or not _compare(
-        getattr(original, "args", None), getattr(mutant, "args", None), sites
-    ):
+    if not _compare(body_a, body_b, sites, locals_):
         return None
-    return sites
+    signature = _signature_sites(
+        getattr(original, "args", None), getattr(mutant, "args", None), callee
+    )
+    if signature is None:
+        return None
+    return sites + signature
 
 
 @functools.cache
@@ -148,11 +297,19 @@ def message_reason(
     changed = functions.get(f"{function}__mutmut_{number}")
     if original is None or changed is None:
         return ""
-    sites = changed_sites(original, changed)
+    parameters = list(parameters)
+    locals_ = message_locals(original, parameters)
+    sites = changed_sites(original, changed, locals_, _own_name(function))
     if not sites:
         return ""
     reasons = []
     for callee, slot in sites:
+        if callee == LOCAL:
+            reasons.append(f"local {slot!r} feeds only messages")
+            continue
+        if callee == CHOICE:
+            reasons.append(f"'if {slot}' only chooses between wordings of a message")
+            continue
         match = next(
             (p for p in parameters if p.callee == callee and slot in (p.parameter, p.position)),
             None,
@@ -161,3 +318,11 @@ def message_reason(
             return ""
         reasons.append(f"{callee}({match.parameter}): {match.why}")
     return "; ".join(dict.fromkeys(reasons))
+
+
+def _own_name(function: str) -> str:
+    """The plain name of a mutmut function name: ``x_require_int`` -> ``require_int``,
+    ``xǁClassǁmethod`` -> ``method``."""
+    if "ǁ" in function:
+        return function.rsplit("ǁ", 1)[-1]
+    return function[2:] if function.startswith("x_") else function

@@ -86,3 +86,70 @@ def test_a_message_change_beside_another_change_is_no_excuse(tmp_path: Path) -> 
 def test_an_unknown_mutant_is_no_excuse(tmp_path: Path) -> None:
     module = _module(tmp_path)
     assert messages.message_reason("ckptstore.paths.x_parse__mutmut_9", module, PARAMETERS) == ""
+
+
+CHECK = """
+    def x_check__mutmut_orig(value, setting="limit"):
+        if low is not None and high is not None:
+            accepted = f"in [{low}, {high}]"
+        else:
+            accepted = "a number"
+        wording = f"{setting} must be {accepted}"
+        total = value + 1
+        if value < low:
+            raise fail(wording, accepted)
+        return total
+"""
+
+CHECK_PARAMETERS = [
+    messages.MessageParameter("fail", "message", 0, "the error's words"),
+    messages.MessageParameter("fail", "accepted", 1, "the error's words"),
+    messages.MessageParameter("check", "setting", 1, "names the argument"),
+]
+
+
+def _check_module(tmp_path: Path, change: str) -> Path:
+    mutated = CHECK.replace("mutmut_orig", "mutmut_1").replace(*change.split(" => "))
+    path = tmp_path / "validation.py"
+    path.write_text(textwrap.dedent(CHECK + mutated), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        'accepted = "a number" => accepted = None',
+        'wording = f"{setting} must be {accepted}" => wording = None',
+        "low is not None and high is not None => low is not None or high is not None",
+        'setting="limit" => setting="XXlimitXX"',
+    ],
+)
+def test_message_locals_wording_choices_and_defaults_are_excused(
+    tmp_path: Path, change: str
+) -> None:
+    """A local that feeds only messages (also through another one), the condition choosing
+    between its wordings, and the default of a message parameter."""
+    reason = messages.message_reason(
+        "ckptstore.validation.x_check__mutmut_1", _check_module(tmp_path, change), CHECK_PARAMETERS
+    )
+    assert reason, change
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "total = value + 1 => total = value + 2",
+        "if value < low: => if value <= low:",
+        "def x_check__mutmut_1(value, setting= => def x_check__mutmut_1(value=0, setting=",
+    ],
+)
+def test_locals_that_reach_more_than_messages_are_no_excuse(tmp_path: Path, change: str) -> None:
+    reason = messages.message_reason(
+        "ckptstore.validation.x_check__mutmut_1", _check_module(tmp_path, change), CHECK_PARAMETERS
+    )
+    assert reason == "", change
+
+
+def test_message_locals_are_found_on_the_original(tmp_path: Path) -> None:
+    function = messages._functions(_check_module(tmp_path, "1 => 1"))["x_check__mutmut_orig"]
+    assert messages.message_locals(function, CHECK_PARAMETERS) == {"accepted", "wording"}
