@@ -745,6 +745,14 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "discard_state() removes the handle's file only: other files in the same directory survive, "
      "and on file systems with directories the directory survives (Flink H2, T-FSH2).",
      ("H2", "H4", "T-FSH2", "T-SOS10")),
+    ("DIS-6", "MUST", (), "removed state reads as missing",
+     "A file-backed handle of exclusive state whose file was removed, by its discard_state() "
+     "or by dispose_on_failure() of its location, raises FileNotFoundError when it is opened "
+     "with open_input_stream() and read (a lazy reader may raise at the first read()); an "
+     "inline handle still reads its bytes (Flink H1, H4: FileStateHandle.openInputStream on "
+     "a deleted file raises FileNotFoundException; a restore must tell lost state from an I/O "
+     "failure).",
+     ("H1", "H4", "MD7")),
     # ------------------------------------------------------------------ MEM
     ("MEM-1", "MUST", ("memory-limit",), "state up to the maximum",
      "State of exactly max_state_size bytes is accepted and reads back (Flink MEM5: the check is "

@@ -175,3 +175,31 @@ def test_discard_deletes_only_its_own_file(sandbox, target, scope):
         assert is_dir(sandbox, holder), msg + f"\nthe directory {holder} was removed"
         handles[1].discard_state()
         assert is_dir(sandbox, holder), msg + f"\nthe directory {holder} was removed (now empty)"
+
+
+@pytest.mark.clause("DIS-6")
+@pytest.mark.parametrize("removal", ["discard_state", "dispose_on_failure"])
+def test_removed_state_reads_as_missing(sandbox, target, removal):
+    """DIS-6: a file-backed handle whose file was discarded, or whose location was disposed on
+    failure, raises FileNotFoundError when opened and read."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(1)
+    handle = write_state(drv.worker(1, location.location_reference), payload(3000), EXCLUSIVE)
+    if removal == "discard_state":
+        handle.discard_state()
+    else:
+        location.dispose_on_failure()
+    if file_path(handle) is None:  # inline state lives in the handle: nothing was removed
+        assert read_handle(handle) == payload(3000), fail_message(
+            "DIS-6", f"read an inline handle after {removal}", sandbox, handle=handle
+        )
+        return
+    expect_error(
+        FileNotFoundError,
+        "DIS-6",
+        f"open and read the handle after {removal}",
+        lambda: read_handle(handle),
+        sandbox,
+        handle=handle,
+    )
