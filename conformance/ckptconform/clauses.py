@@ -131,14 +131,15 @@ OPTIONS: dict[str, Option] = {
         Option(
             "write_buffer_size",
             "int",
-            ">= 1 bytes (the suite passes 1, 31, 64 and 4096)",
+            ">= 1 bytes (the suite passes 1, 31, 64 and 4096); INL-9 passes -2 and -4096 and "
+            "expects ValueError",
             "The size of a stream's write buffer (Flink's state.storage.fs.write-buffer-size). "
             "A storage without a write buffer accepts and ignores it; the clauses check the "
             "inline threshold and tell() across buffer boundaries, and STR-11 that bytes beyond "
             "the buffer reach the file as they are written.",
             "inline-state",
-            "with inline_threshold, in INL-1/INL-3's test (some examples), STR-11's test and, "
-            "when the target claims inline-state, in STR-4's test.",
+            "with inline_threshold, in INL-1/INL-3's test (some examples), STR-11's and INL-9's "
+            "tests and, when the target claims inline-state, in STR-4's test.",
         ),
         Option(
             "entropy_key",
@@ -426,6 +427,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "A threshold above 1048576 or below -1 raises ValueError, at make_storage or at the latest "
      "when the first access or stream is created (Flink CS4, S2: IllegalArgumentException).",
      ("CS4", "S2")),
+    ("INL-9", "MUST", ("inline-state",), "invalid write buffer sizes are rejected",
+     "A write_buffer_size below -1 (-2, -4096) raises ValueError, at make_storage or at the "
+     "latest when the first stream of state is closed (Flink CS4: IllegalArgumentException "
+     "'The write buffer size must be not less than '-1''; -1 means the default).",
+     ("CS4",)),
     ("INL-8", "SHOULD", ("inline-state",), "default threshold 20 KiB",
      "Without a configured threshold, state up to 20480 bytes stays inline and 20481 bytes go to "
      "a file (Flink CFG4 default since FLINK-17865; PyFlink's '1KB' docstring is stale).",
@@ -461,8 +467,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "Flink commits _metadata with no visible staging file, MD2).",
      ("MD2", "decision")),
     ("LAY-8", "MUST", ("entropy-injection",), "entropy key never reaches the store",
-     "With an entropy key in the checkpoint path, no object written carries the key, and no "
-     "request names a key that holds it (where a ledger counts requests): data files "
+     "With an entropy key in the checkpoint path, no object written carries the key (state of "
+     "every scope, task-owned state and, where fast-duplicate is claimed, the toolset's "
+     "duplicates of it), and no request names a key that holds it (where a ledger counts "
+     "requests): data files "
      "get entropy_length random alphanumeric characters in its place, the _metadata path and the "
      "external pointer have it removed, and the pointer resolves, through a fresh storage, to the "
      "metadata and state written (Flink E2, E3, E4, E7, T-ENT1).",

@@ -187,6 +187,22 @@ def test_invalid_threshold_rejected(sandbox, threshold):
     )
 
 
+@pytest.mark.clause("INL-9")
+@pytest.mark.parametrize("buffer_size", [-2, -4096])
+def test_invalid_write_buffer_size_rejected(sandbox, buffer_size):
+    """INL-9: a write_buffer_size below -1 raises ValueError by first use at the latest."""
+
+    def use():
+        drv = JobDriver(sandbox, inline_threshold=0, write_buffer_size=buffer_size)
+        drv.init_base()
+        return drv.write(drv.worker(1), payload(3000), EXCLUSIVE)
+
+    expect_error(
+        ValueError, "INL-9", "make_storage + first stream", use, sandbox,
+        write_buffer_size=buffer_size,
+    )  # fmt: skip
+
+
 @pytest.mark.clause("INL-8")
 def test_default_threshold(sandbox):
     """INL-8: without a configured threshold, 20480 bytes stay inline and 20481 go to a file."""

@@ -222,7 +222,7 @@ def test_no_leftovers_after_finalization(sandbox, threshold):
 @pytest.mark.clause("LAY-8")
 @pytest.mark.options("inline_threshold")
 @pytest.mark.backend_traits(object_store=True)
-def test_entropy_never_reaches_the_store(sandbox, backend):
+def test_entropy_never_reaches_the_store(sandbox, target, backend):
     """LAY-8: with an entropy key, no written path has the key (nor, where a ledger counts
     them, any request); the pointer has it removed."""
     key = "_entropy_"
@@ -237,6 +237,10 @@ def test_entropy_never_reaches_the_store(sandbox, backend):
             3, exclusive=[payload(100, 1)], shared=[payload(200, 2)], metadata=b"entropy"
         )
         task_owned = drv.task_owned(payload(300, 3))
+        copies = []
+        if "fast-duplicate" in target.capabilities:
+            toolset = drv.access.create_task_owned_checkpoint_state_toolset()
+            copies = [(copy, None) for copy in toolset.duplicate([task_owned])]
     keyed = [] if requests is None else [r for r in requests.requests if key in (r.key or "")]
     files = files_below(sandbox, sandbox.root)
     msg = fail_message(
@@ -253,7 +257,7 @@ def test_entropy_never_reaches_the_store(sandbox, backend):
     assert key not in completed.external_pointer, msg + "\nthe pointer has the key"
     without = join(sandbox.root, "checkpoints", str(drv.job_id), "chk-3")
     assert same_location(sandbox, completed.external_pointer, without), msg
-    for handle, _blob in [*written, (task_owned, None)]:
+    for handle, _blob in [*written, (task_owned, None), *copies]:
         path = sandbox.raw_path(file_path(handle))
         root = sandbox.raw_path(sandbox.root)
         assert re.match(re.escape(root) + r"/[0-9A-Za-z]{4}/checkpoints/", path), (
