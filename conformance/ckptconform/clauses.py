@@ -386,6 +386,20 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "as_bytes_if_in_memory() of a handle returns either None or exactly the state's bytes, and "
      "None for handles that name a file (Flink H4).",
      ("H4",)),
+    ("STR-12", "MUST", (), "input streams seek",
+     "The stream open_input_stream() returns, for a file-backed and an inline handle alike, is "
+     "readable() and seekable(); seek(n) from the start to any n in [0, state size] returns n, "
+     "then tell() answers n and read() returns the state from byte n on; read(k) returns at "
+     "most k bytes, and tell() answers the state size once everything is read (Flink "
+     "FSDataInputStream.seek/getPos: restores of operator and keyed state seek to offsets "
+     "within one state file).",
+     ("decision", "H1")),
+    ("STR-13", "SHOULD", (), "input streams read into buffers",
+     "The stream open_input_stream() returns also offers readinto(buffer) as Python's binary "
+     "files do (io.BufferedIOBase): after seek(5) it fills a 64-byte buffer with the next "
+     "bytes, returns their number and advances tell() by it (decision: readers that fill "
+     "preallocated buffers, such as numpy's and pyarrow's, take any binary file).",
+     ("decision",)),
     ("STR-11", "SHOULD", ("inline-state",), "state beyond the write buffer reaches the file",
      "Once more bytes are written to a stream than its write_buffer_size holds, the bytes beyond "
      "the buffer are in the stream's file before close_and_get_handle() (so a stream holds at "

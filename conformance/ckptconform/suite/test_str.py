@@ -375,3 +375,52 @@ def test_as_bytes_if_in_memory(sandbox, target, size):
     assert got is None or bytes(got) == blob, msg
     if file_path(handle) is not None:
         assert got is None, msg + "\na handle that names a file returned inline bytes"
+
+
+def _read_back_handles(sandbox, target):
+    """Handles of 3000 bytes of state (a file where the target has an inline threshold), and of
+    100 bytes (inline there), with the bytes each holds."""
+    inline = "inline-state" in target.capabilities
+    drv = JobDriver(sandbox, **({"inline_threshold": 1024} if inline else {}))
+    drv.init_base()
+    factory = drv.worker(1, drv.location(1).location_reference)
+    blobs = [payload(3000, 7), payload(100, 8)]
+    return [(drv.write(factory, blob, EXCLUSIVE), blob) for blob in blobs]
+
+
+@pytest.mark.clause("STR-12")
+def test_input_streams_seek_and_tell(sandbox, target):
+    """STR-12: a handle's input stream seeks to any offset from the start, tell() reports the
+    position, and read(k) returns at most k bytes."""
+    for handle, blob in _read_back_handles(sandbox, target):
+        size = len(blob)
+        msg = fail_message("STR-12", "seek, tell and read(k) on open_input_stream()", sandbox,
+                           handle=handle, size=size)  # fmt: skip
+        with handle.open_input_stream() as source:
+            assert source.readable(), msg + "\nreadable() is False"
+            assert source.seekable(), msg + "\nseekable() is False"
+            for offset in (size // 2, size - 1, size, 1, 0):
+                assert source.seek(offset) == offset, msg + f"\nseek({offset}) answered otherwise"
+                assert source.tell() == offset, msg + f"\ntell() after seek({offset})"
+                assert source.read() == blob[offset:], msg + f"\nread() after seek({offset})"
+            source.seek(0)
+            pieces = []
+            while piece := source.read(7):
+                assert len(piece) <= 7, msg + f"\nread(7) returned {len(piece)} bytes"
+                pieces.append(piece)
+            assert b"".join(pieces) == blob, msg + "\nread(7) until the end"
+            assert source.tell() == size, msg + "\ntell() at the end"
+
+
+@pytest.mark.clause("STR-13")
+def test_input_streams_read_into_buffers(sandbox, target):
+    """STR-13 (SHOULD): the input stream fills a buffer with readinto()."""
+    for handle, blob in _read_back_handles(sandbox, target):
+        msg = fail_message("STR-13", "readinto() on open_input_stream()", sandbox, handle=handle)
+        with handle.open_input_stream() as source:
+            source.seek(5)
+            buffer = bytearray(64)
+            count = source.readinto(buffer)
+            assert count == min(64, len(blob) - 5), msg + f"\nreadinto() returned {count}"
+            assert bytes(buffer[:count]) == blob[5 : 5 + count], msg + "\nthe buffer's bytes"
+            assert source.tell() == 5 + count, msg + "\ntell() after readinto()"
