@@ -414,7 +414,8 @@ def test_input_streams_seek_and_tell(sandbox, target):
 
 @pytest.mark.clause("STR-13")
 def test_input_streams_read_into_buffers(sandbox, target):
-    """STR-13 (SHOULD): the input stream fills a buffer with readinto()."""
+    """STR-13 (SHOULD): the input stream fills a buffer with readinto() and reads with
+    read1()."""
     for handle, blob in _read_back_handles(sandbox, target):
         msg = fail_message("STR-13", "readinto() on open_input_stream()", sandbox, handle=handle)
         with handle.open_input_stream() as source:
@@ -424,3 +425,6 @@ def test_input_streams_read_into_buffers(sandbox, target):
             assert count == min(64, len(blob) - 5), msg + f"\nreadinto() returned {count}"
             assert bytes(buffer[:count]) == blob[5 : 5 + count], msg + "\nthe buffer's bytes"
             assert source.tell() == 5 + count, msg + "\ntell() after readinto()"
+            piece = source.read1(16)
+            assert 0 < len(piece) <= 16, msg + f"\nread1(16) returned {len(piece)} bytes"
+            assert piece == blob[5 + count : 5 + count + len(piece)], msg + "\nread1()'s bytes"
