@@ -413,9 +413,6 @@ class _GuardedWriter:
     def closed(self) -> bool:
         return bool(self._inner.closed)
 
-    def writable(self) -> bool:
-        return True
-
     def write(self, data: Any, /) -> int:
         with self._guard():
             written = self._inner.write(data)
@@ -427,9 +424,6 @@ class _GuardedWriter:
 
     def fileno(self) -> int:
         return int(self._inner.fileno())
-
-    def tell(self) -> int:
-        return int(self._inner.tell())
 
     def close(self) -> None:
         if self._inner.closed:
