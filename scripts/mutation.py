@@ -37,6 +37,7 @@ Usage::
         --survivors-of .mutation/local+memory          # S3-only paths of the survivors
     python scripts/mutation.py --backend=moto --modules pointers.py \
         --survivors-of .mutation/core-local+memory --diff-matches 'token|options'
+    python scripts/mutation.py --rerun-survivors --clauses=DIS-6,STR-12   # after new clauses
 """
 
 from __future__ import annotations
@@ -230,17 +231,23 @@ def forget_unmutated_copies(workdir: Path, modules: list[str]) -> None:
         (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
 
 
+#: ``--clauses`` of a rerun: only the suite's tests of these clauses run (``PYTEST_ADDOPTS``).
+_CLAUSES: list[str] = []
+
+
 def environment(workdir: Path) -> dict[str, str]:
     """The suite's environment: the mutated code first, and a failed SHOULD clause fails.
 
-    ``--strict-should`` goes through ``PYTEST_ADDOPTS`` rather than ``[tool.mutmut]``: a
-    SHOULD clause that fails has noticed the mutant (the run reports WARN), and mutmut would
-    drop every recorded result if its pytest arguments changed.
+    ``--strict-should`` (and a rerun's ``--clauses``) go through ``PYTEST_ADDOPTS`` rather
+    than ``[tool.mutmut]``: a SHOULD clause that fails has noticed the mutant (the run
+    reports WARN), and mutmut would drop every recorded result if its pytest arguments
+    changed.
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = str(workdir / "mutants" / "src")
     env.setdefault("HYPOTHESIS_PROFILE", "ci")
-    env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --strict-should".strip()
+    extra = " --strict-should" + (f" --clauses={','.join(_CLAUSES)}" if _CLAUSES else "")
+    env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')}{extra}".strip()
     return env
 
 
@@ -437,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         "--rerun-survivors",
         action="store_true",
         help="test again the mutants that survived the last run (after tests were added: "
-        "mutmut reruns a mutant only when its function changes)",
+        "mutmut reruns a mutant only when its function changes); excused ones are left out",
     )
     parser.add_argument(
         "--survivors-of",
@@ -455,6 +462,13 @@ def main(argv: list[str] | None = None) -> int:
         "moto run",
     )
     parser.add_argument(
+        "--clauses",
+        metavar="IDS",
+        help="with --rerun-survivors or --survivors-of: run only the suite's tests of these "
+        "clauses (comma-separated). A survivor of the whole suite can be killed only by a "
+        "clause added or changed since, so a rerun after new clauses need not run the rest",
+    )
+    parser.add_argument(
         "--merge",
         action="store_true",
         help="report over every leg configuration run so far (.mutation/*): a mutant killed "
@@ -465,8 +479,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.impl != "ckptstore":
         legs = f"{args.impl}@{legs}"
     workdir = (args.workdir or ROOT / ".mutation" / legs).resolve()
+    if args.clauses and not (args.rerun_survivors or args.survivors_of):
+        parser.error("--clauses is for reruns (--rerun-survivors or --survivors-of)")
     if args.rerun_survivors or args.survivors_of:
         prepare(workdir, args.modules, args.backend, args.impl)
+        _CLAUSES[:] = [] if not args.clauses else args.clauses.split(",")
         sources = [p.resolve() for p in args.survivors_of or [workdir]]
         modules = {f"ckptstore.{Path(m).stem}" for m in args.modules if "*" not in m}
         chosen = [
@@ -474,12 +491,11 @@ def main(argv: list[str] | None = None) -> int:
             for m in merge([read_results(source) for source in sources])
             if m.status not in KILLED and (not modules or m.module in modules)
         ]
+        classify(chosen)  # their diffs, and which are excused: those need no run
+        chosen = [m for m in chosen if not m.excuse]
         if args.diff_matches:
             pattern = re.compile(args.diff_matches)
-            diffs: dict[str, str] = {}
-            for source in {m.workdir for m in chosen}:
-                diffs.update(mutant_diffs(source, [m.name for m in chosen if m.workdir == source]))
-            chosen = [m for m in chosen if pattern.search(f"{m.name}\n{diffs.get(m.name, '')}")]
+            chosen = [m for m in chosen if pattern.search(f"{m.name}\n{m.diff}")]
         names = [m.name for m in chosen]
         print(f"{len(names)} mutants to run", flush=True)
         if names:
