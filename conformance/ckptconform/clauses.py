@@ -740,6 +740,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("MD-8", "MUST", (), "negative checkpoint ids",
      "initialize_location_for_checkpoint() with a negative id raises ValueError (Flink ACC6).",
      ("ACC6", "MEM3")),
+    ("MD-9", "SHOULD", (), "a second metadata is a FileExistsError",
+     "In MD-3's cases (a second metadata stream of the same location, and of a location "
+     "initialized again for the same checkpoint id), the error is a FileExistsError, Python's "
+     "OSError subclass for something that exists already, so that a caller can tell 'this "
+     "checkpoint was already finalized' from an I/O failure (decision, beyond Flink: Flink "
+     "2.3.0 raises a plain IOException 'Target file ... already exists.', MD2).",
+     ("MD2", "decision")),
     # ------------------------------------------------------------------ DIS
     ("DIS-1", "MUST", (), "aborted checkpoints are removed",
      "dispose_on_failure() of an in-progress location removes its exclusive state from the "

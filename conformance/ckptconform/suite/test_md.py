@@ -113,6 +113,25 @@ def test_no_second_metadata(sandbox, target, how):
     )
 
 
+@pytest.mark.clause("MD-9")
+@pytest.mark.parametrize("how", ["same-location", "new-location"])
+def test_second_metadata_exists_already(sandbox, target, how):
+    """MD-9 (SHOULD): the second metadata stream's error is a FileExistsError."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(5)
+    drv.finalize(location, b"first metadata")
+    again = location if how == "same-location" else drv.location(5)
+    expect_error(
+        FileExistsError,
+        "MD-9",
+        "second create_metadata_output_stream + finalize",
+        lambda: drv.finalize(again, b"second metadata"),
+        sandbox,
+        how=how,
+    )
+
+
 @pytest.mark.clause("MD-4")
 @pytest.mark.parametrize("sizes", [[1], [3, 0, 4000], [70_000, 1]])
 def test_finalization_result(sandbox, target, sizes):
