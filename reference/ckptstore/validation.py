@@ -524,10 +524,13 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
         if not isinstance(key, str):
             raise _wrong_type(f"{setting} key", key, "option names as strings")
     options = dict(value)
-    _endpoint(options.get("endpoint_url"), f"{setting}['endpoint_url']")
-    client_kwargs = options.get("client_kwargs")
-    if isinstance(client_kwargs, Mapping):
-        _endpoint(client_kwargs.get("endpoint_url"), f"{setting}['client_kwargs']['endpoint_url']")
+    _check_retry_budget(options, setting)
+    _check_client_options(options, setting)
+    return options
+
+
+def _check_retry_budget(options: Mapping[str, Any], setting: str) -> None:
+    """The storage-agnostic retry budget (the suite's retry-budget options, BAD-9)."""
     if options.get("retry_attempts") is not None:
         _budget_number(
             options["retry_attempts"],
@@ -537,40 +540,11 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
         )
     if options.get("retry_seconds") is not None:
         _budget_number(options["retry_seconds"], f"{setting}['retry_seconds']", "retry_seconds")
-    if "retries" in options:
-        _budget_number(options["retries"], f"{setting}['retries']", "retries", integer=True)
-    config = options.get("config_kwargs")
-    if config is not None:
-        if not isinstance(config, Mapping):
-            raise _fail(
-                ConfigurationError,
-                f"{setting}['config_kwargs'] must be a mapping, got {describe(config)}",
-                setting,
-                config,
-                "a mapping",
-            )
-        for name in ("connect_timeout", "read_timeout"):
-            if name in config:
-                _budget_number(config[name], f"{setting}['config_kwargs']['{name}']", name)
-        retries = config.get("retries")
-        if retries is not None:
-            if not isinstance(retries, Mapping):
-                raise _fail(
-                    ConfigurationError,
-                    f"{setting}['config_kwargs']['retries'] must be "
-                    f"a mapping, got {describe(retries)}",
-                    setting,
-                    retries,
-                    "a mapping",
-                )
-            for name in ("max_attempts", "total_max_attempts"):
-                if name in retries:
-                    _budget_number(
-                        retries[name],
-                        f"{setting}['config_kwargs']['retries']['{name}']",
-                        "max_attempts",
-                        integer=True,
-                    )
+
+
+def _check_client_options(options: Mapping[str, Any], setting: str) -> None:
+    """s3fs's and botocore's own keys: endpoints, ``client_kwargs``, ``config_kwargs``."""
+    _endpoint(options.get("endpoint_url"), f"{setting}['endpoint_url']")
     client = options.get("client_kwargs")
     if client is not None and not isinstance(client, Mapping):
         raise _fail(
@@ -580,7 +554,43 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
             client,
             "a mapping",
         )
-    return options
+    if client is not None:
+        _endpoint(client.get("endpoint_url"), f"{setting}['client_kwargs']['endpoint_url']")
+    if "retries" in options:
+        _budget_number(options["retries"], f"{setting}['retries']", "retries", integer=True)
+    config = options.get("config_kwargs")
+    if config is None:
+        return
+    if not isinstance(config, Mapping):
+        raise _fail(
+            ConfigurationError,
+            f"{setting}['config_kwargs'] must be a mapping, got {describe(config)}",
+            setting,
+            config,
+            "a mapping",
+        )
+    for name in ("connect_timeout", "read_timeout"):
+        if name in config:
+            _budget_number(config[name], f"{setting}['config_kwargs']['{name}']", name)
+    retries = config.get("retries")
+    if retries is None:
+        return
+    if not isinstance(retries, Mapping):
+        raise _fail(
+            ConfigurationError,
+            f"{setting}['config_kwargs']['retries'] must be a mapping, got {describe(retries)}",
+            setting,
+            retries,
+            "a mapping",
+        )
+    for name in ("max_attempts", "total_max_attempts"):
+        if name in retries:
+            _budget_number(
+                retries[name],
+                f"{setting}['config_kwargs']['retries']['{name}']",
+                "max_attempts",
+                integer=True,
+            )
 
 
 def _endpoint(value: Any, setting: str) -> None:
