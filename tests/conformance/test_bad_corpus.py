@@ -179,9 +179,14 @@ def test_operation_by_name():
 
 def test_clauses_of_the_corpus_exist():
     bad = {cid for cid in CLAUSES if cid.startswith("BAD-")}
-    assert bad == {f"BAD-{n}" for n in range(1, 9)}
-    assert CLAUSES["BAD-3"].level == "SHOULD"
-    assert CLAUSES["BAD-7"].level == "SHOULD"
+    assert bad == {f"BAD-{n}" for n in range(1, 13)}
+    assert {cid for cid in bad if CLAUSES[cid].level == "SHOULD"} == {
+        "BAD-3",
+        "BAD-7",
+        "BAD-11",
+        "BAD-12",
+    }
+    assert CLAUSES["BAD-9"].capabilities == ("retry-budget",)
     assert CLAUSES["BAD-8"].capabilities == ("redacts-secrets",)
     assert CLAUSES["BAD-5"].capabilities == ("savepoints",)
 
