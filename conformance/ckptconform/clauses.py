@@ -859,7 +859,7 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "savepoint target may be called 'pointer' or 'target', a handles list 'handle'), compared "
      "without case, spaces and underscores, so 'jobId' and 'checkpoint id' count (decision, "
      "beyond Flink: an error for bad input says what was wrong, never only what broke deep "
-     "inside; Flink's FileSystemCheckpointStorage raises a NullPointerException and an "
+     "inside; Flink's JobManagerCheckpointStorage raises a NullPointerException and an "
      "IllegalArgumentException without a message for a None job id and a negative checkpoint "
      "id).",
      ("decision",)),
