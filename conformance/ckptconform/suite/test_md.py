@@ -7,6 +7,8 @@ storage. The metadata's final path is taken from the completed location after fi
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ckptconform.suite._driver import (
@@ -86,15 +88,21 @@ def test_unfinalized_checkpoint_does_not_resolve(sandbox, target):
         )
 
 
-@pytest.mark.clause("MD-3")
-@pytest.mark.parametrize("how", ["same-location", "new-location"])
-def test_no_second_metadata(sandbox, target, how):
-    """MD-3: a second metadata stream for a finalized checkpoint fails; the first stays."""
+def _finalized_once(sandbox: Any, target: Any, how: str) -> tuple[JobDriver, Any, Any]:
+    """Checkpoint 5 finalized with b"first metadata", and the location a second metadata
+    stream comes from: the same one, or one initialized again for the id (MD-3, MD-9)."""
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
     location = drv.location(5)
     completed = drv.finalize(location, b"first metadata")
-    again = location if how == "same-location" else drv.location(5)
+    return drv, completed, location if how == "same-location" else drv.location(5)
+
+
+@pytest.mark.clause("MD-3")
+@pytest.mark.parametrize("how", ["same-location", "new-location"])
+def test_no_second_metadata(sandbox, target, how):
+    """MD-3: a second metadata stream for a finalized checkpoint fails; the first stays."""
+    drv, completed, again = _finalized_once(sandbox, target, how)
 
     def second():
         stream = again.create_metadata_output_stream()
@@ -117,11 +125,7 @@ def test_no_second_metadata(sandbox, target, how):
 @pytest.mark.parametrize("how", ["same-location", "new-location"])
 def test_second_metadata_exists_already(sandbox, target, how):
     """MD-9 (SHOULD): the second metadata stream's error is a FileExistsError."""
-    drv = JobDriver(sandbox, **file_options(target))
-    drv.init_base()
-    location = drv.location(5)
-    drv.finalize(location, b"first metadata")
-    again = location if how == "same-location" else drv.location(5)
+    drv, _, again = _finalized_once(sandbox, target, how)
     expect_error(
         FileExistsError,
         "MD-9",
