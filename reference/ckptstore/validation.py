@@ -545,44 +545,22 @@ def _check_retry_budget(options: Mapping[str, Any], setting: str) -> None:
 def _check_client_options(options: Mapping[str, Any], setting: str) -> None:
     """s3fs's and botocore's own keys: endpoints, ``client_kwargs``, ``config_kwargs``."""
     _endpoint(options.get("endpoint_url"), f"{setting}['endpoint_url']")
-    client = options.get("client_kwargs")
-    if client is not None and not isinstance(client, Mapping):
-        raise _fail(
-            ConfigurationError,
-            f"{setting}['client_kwargs'] must be a mapping, got {describe(client)}",
-            setting,
-            client,
-            "a mapping",
-        )
+    client = _optional_mapping(options, "client_kwargs", f"{setting}['client_kwargs']", setting)
     if client is not None:
         _endpoint(client.get("endpoint_url"), f"{setting}['client_kwargs']['endpoint_url']")
     if "retries" in options:
         _budget_number(options["retries"], f"{setting}['retries']", "retries", integer=True)
-    config = options.get("config_kwargs")
+    config = _optional_mapping(options, "config_kwargs", f"{setting}['config_kwargs']", setting)
     if config is None:
         return
-    if not isinstance(config, Mapping):
-        raise _fail(
-            ConfigurationError,
-            f"{setting}['config_kwargs'] must be a mapping, got {describe(config)}",
-            setting,
-            config,
-            "a mapping",
-        )
     for name in ("connect_timeout", "read_timeout"):
         if name in config:
             _budget_number(config[name], f"{setting}['config_kwargs']['{name}']", name)
-    retries = config.get("retries")
+    retries = _optional_mapping(
+        config, "retries", f"{setting}['config_kwargs']['retries']", setting
+    )
     if retries is None:
         return
-    if not isinstance(retries, Mapping):
-        raise _fail(
-            ConfigurationError,
-            f"{setting}['config_kwargs']['retries'] must be a mapping, got {describe(retries)}",
-            setting,
-            retries,
-            "a mapping",
-        )
     for name in ("max_attempts", "total_max_attempts"):
         if name in retries:
             _budget_number(
@@ -591,6 +569,22 @@ def _check_client_options(options: Mapping[str, Any], setting: str) -> None:
                 "max_attempts",
                 integer=True,
             )
+
+
+def _optional_mapping(
+    options: Mapping[str, Any], key: str, shown: str, setting: str
+) -> Mapping[str, Any] | None:
+    """``options[key]``: ``None`` when absent or ``None``, else a mapping (ConfigurationError)."""
+    value = options.get(key)
+    if value is not None and not isinstance(value, Mapping):
+        raise _fail(
+            ConfigurationError,
+            f"{shown} must be a mapping, got {describe(value)}",
+            setting,
+            value,
+            "a mapping",
+        )
+    return value
 
 
 def _endpoint(value: Any, setting: str) -> None:
