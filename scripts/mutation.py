@@ -60,6 +60,12 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference" / "ckptstore"
 SUITE_PACKAGE = ROOT / "conformance" / "ckptconform"
 EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
+#: The verdicts of each workdir, kept in the repository (``docs/mutation/results/<workdir>/``):
+#: mutmut's per-module ``.meta`` files (exit code per mutant, hash per function) without their
+#: timings. ``.mutation/`` is scratch that a fresh clone does not have; from these files its
+#: first run knows every verdict again, and mutmut tests only the mutants of functions whose
+#: hash changed since.
+RESULTS = ROOT / "docs" / "mutation" / "results"
 KILLED = ("killed", "timeout")
 EXCUSED = ("equivalent", "outside contract", "message text")
 UNREACHED = "no tests"
@@ -188,6 +194,7 @@ def prepare(workdir: Path, modules: list[str], backend: str, impl: str) -> None:
     take a changed or new function for one no test reaches. Results of unchanged functions
     are kept.
     """
+    restore_results(workdir)
     reference_changed = sync_tree(REFERENCE, workdir / "src" / "ckptstore")
     suite_changed = sync_tree(SUITE_PACKAGE, workdir / "src" / "ckptconform")
     if reference_changed or suite_changed:
@@ -229,6 +236,41 @@ def forget_unmutated_copies(workdir: Path, modules: list[str]) -> None:
     if forgot:
         # the recorded test-to-function map knows none of the new modules' functions
         (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+
+
+def _meta_dir(workdir: Path) -> Path:
+    return workdir / "mutants" / "src" / "ckptstore"
+
+
+def keep_results(workdir: Path) -> None:
+    """Copy the workdir's verdicts to ``RESULTS`` (sorted, one entry per line, no timings)."""
+    kept = RESULTS / workdir.name
+    for meta in sorted(_meta_dir(workdir).glob("*.py.meta")):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        slim = {
+            "exit_code_by_key": data.get("exit_code_by_key", {}),
+            "hash_by_function_name": data.get("hash_by_function_name", {}),
+            "type_check_error_by_key": data.get("type_check_error_by_key", {}),
+            "durations_by_key": {},
+            "estimated_durations_by_key": {},
+        }
+        kept.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(slim, indent=1, sort_keys=True) + "\n"
+        target = kept / meta.name
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+
+
+def restore_results(workdir: Path) -> None:
+    """Put the kept verdicts where mutmut looks for them, where the workdir has none."""
+    kept = RESULTS / workdir.name
+    if not kept.is_dir():
+        return
+    for meta in sorted(kept.glob("*.py.meta")):
+        target = _meta_dir(workdir) / meta.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(meta, target)
 
 
 #: ``--clauses`` of a rerun: only the suite's tests of these clauses run (``PYTEST_ADDOPTS``).
@@ -344,7 +386,10 @@ def _normalized(diff: str) -> str:
 def classify(mutants: list[Mutant]) -> list[str]:
     """Fill in survivors' diffs and mark the listed equivalent ones; return stale entries."""
     entries = {entry["mutant"]: entry for entry in load_excuses("equivalent")}
-    outside = {entry["function"]: entry["why"] for entry in load_excuses("outside_contract")}
+    outside = {
+        entry.get("function") or entry["module"]: entry["why"]
+        for entry in load_excuses("outside_contract")
+    }
     parameters = [MessageParameter.of(entry) for entry in load_excuses("message_text")]
     stale = []
     survivors = [m for m in mutants if m.status not in KILLED]
@@ -353,7 +398,9 @@ def classify(mutants: list[Mutant]) -> list[str]:
         diffs.update(mutant_diffs(workdir, [m.name for m in survivors if m.workdir == workdir]))
     for mutant in survivors:
         mutant.diff = diffs.get(mutant.name, "")
-        mutant.outside = outside.get(mutant.name.rpartition("__mutmut_")[0], "")
+        mutant.outside = outside.get(
+            mutant.name.rpartition("__mutmut_")[0], outside.get(mutant.module, "")
+        )
         mutated = mutant.workdir / "mutants" / "src" / Path(*mutant.module.split("."))
         if not mutant.outside and mutated.with_suffix(".py").exists():
             mutant.message = message_reason(mutant.name, mutated.with_suffix(".py"), parameters)
@@ -507,6 +554,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge:
         workdirs = sorted(p.parent for p in (ROOT / ".mutation").glob("*/pyproject.toml"))
         legs = " | ".join(p.name for p in workdirs)
+    for kept in workdirs:
+        keep_results(kept)
     mutants = merge([read_results(w) for w in workdirs])
     if not mutants:
         raise SystemExit(f"no mutants recorded in {workdir}; run without --report-only first")
@@ -518,6 +567,9 @@ def main(argv: list[str] | None = None) -> int:
     (args.output / f"{stem}.json").write_text(
         json.dumps(payload, indent=2) + "\n", encoding="utf-8"
     )
+    if args.merge:
+        # the merged report beside the kept verdicts: what a reader of the repository sees
+        (RESULTS.parent / "report.md").write_text(text, encoding="utf-8")
     overall = payload["modules"]["all"]  # type: ignore[index]
     print(text.split("\n## ")[0])
     print(f"report: {args.output / f'{stem}.md'}")

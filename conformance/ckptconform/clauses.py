@@ -963,6 +963,17 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "java.net.ConnectException), so that callers can tell an unreachable store from a "
      "missing or unreadable object (decision).",
      ("decision",)),
+    ("BAD-13", "SHOULD", (), "server errors name the endpoint",
+     "On backends with a request ledger, while the server answers every request 403 "
+     "AccessDenied: closing a stream of 3000 bytes of state (where inline-state or file-layout "
+     "is claimed; with an inline threshold of 1024 where inline-state is), finalizing a "
+     "checkpoint's _metadata, reading a file-backed handle written before and "
+     "resolve_checkpoint of a checkpoint completed before each raise an OSError within 15 "
+     "seconds whose message names the endpoint's host and port; creating the streams, "
+     "writing, close() and reading an inline handle either succeed or fail the same way "
+     "(decision, as BAD-10 for a refused connection: S3's error text names no endpoint, and "
+     "an operator whose storage reaches several needs to know which one refused).",
+     ("decision",)),
     # ------------------------------------------------------------------ SPK
     ("SPK-1", "MUST", (), "storages ship to executors",
      "A storage pickled on the coordinator and unpickled by tasks in other processes (Spark "

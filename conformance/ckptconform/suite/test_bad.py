@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import given
@@ -900,12 +901,13 @@ class Step:
         return f"{type(self.error).__name__}: {show(str(self.error), 240)}"
 
 
-class UnreachableRun:
-    """Steps against an endpoint that refuses connections, each timed and bounded.
+class StoreRun:
+    """Steps against a store that cannot serve them, each timed and bounded.
 
-    Each step either returns or raises; the tests judge the record: whether the failures are
-    OSErrors naming the endpoint in time and whether the steps that need the store failed
-    (BAD-10), and whether they are ConnectionErrors (BAD-11).
+    The store is an endpoint that refuses connections (BAD-10, BAD-11) or a server that
+    answers every request with an error (BAD-13). Each step either returns or raises; the
+    tests judge the record: whether the failures are OSErrors naming the endpoint in time and
+    whether the steps that need the store failed, and whether they are ConnectionErrors.
     """
 
     def __init__(self, endpoint: str) -> None:
@@ -937,8 +939,8 @@ class UnreachableRun:
             elif step.error is None:
                 if step.must_fail:
                     found.append(
-                        f"  {step.name}: returned {show(step.result)}, although it cannot have "
-                        "reached the store"
+                        f"  {step.name}: returned {show(step.result)}, although the store "
+                        "served none of its requests"
                     )
             elif not isinstance(step.error, OSError):
                 found.append(f"  {step.name}: not an OSError: {step.said()}")
@@ -960,13 +962,13 @@ class UnreachableRun:
         ]
 
 
-def _unreachable_run(sandbox: Any, target: Any, backend: Any) -> UnreachableRun:
+def _unreachable_run(sandbox: Any, target: Any, backend: Any) -> StoreRun:
     """The steps on a storage whose endpoint refuses connections."""
     endpoint = f"127.0.0.1:{closed_port()}"
     routed = {**backend.storage_options, "endpoint_url": f"http://{endpoint}"}
     options = {"inline_threshold": 1024} if "inline-state" in target.capabilities else {}
     writes_files = bool({"inline-state", "file-layout"} & set(target.capabilities))
-    run = UnreachableRun(endpoint)
+    run = StoreRun(endpoint)
     storage = run.step(
         "make_storage", lambda: sandbox.make_storage(storage_options=routed, **options)
     )
@@ -975,12 +977,16 @@ def _unreachable_run(sandbox: Any, target: Any, backend: Any) -> UnreachableRun:
     return run
 
 
-def _require_none(clause: str, findings: list[str], run: UnreachableRun) -> None:
+def _require_none(
+    clause: str,
+    findings: list[str],
+    run: StoreRun,
+    what: str = "steps through an unreachable endpoint",
+) -> None:
     require(
         not findings,
         clause,
-        report(clause, "steps through an unreachable endpoint", findings, len(run.steps),
-               "steps", endpoint=f"http://{run.endpoint}"),
+        report(clause, what, findings, len(run.steps), "steps", endpoint=run.endpoint),
     )  # fmt: skip
 
 
@@ -1001,7 +1007,7 @@ def test_unreachable_store_is_a_connection_error(sandbox, target, backend):
     _require_none("BAD-11", run.not_connection_errors(), run)
 
 
-def _unreachable_steps(run: UnreachableRun, sandbox: Any, storage: Any, writes_files: bool) -> None:
+def _unreachable_steps(run: StoreRun, sandbox: Any, storage: Any, writes_files: bool) -> None:
     """BAD-10's steps after make_storage: a stream, a finalization and a pointer."""
     access = run.step(
         "create_checkpoint_storage", lambda: storage.create_checkpoint_storage(JobID.generate())
@@ -1032,7 +1038,7 @@ def _unreachable_steps(run: UnreachableRun, sandbox: Any, storage: Any, writes_f
     run.step("resolve_checkpoint", lambda: storage.resolve_checkpoint(pointer), must_fail=True)
 
 
-def _close_after_write(run: UnreachableRun, stream: Any, kind: str, must_fail: bool) -> None:
+def _close_after_write(run: StoreRun, stream: Any, kind: str, must_fail: bool) -> None:
     """Write into a state (or metadata) stream, close it for its result, then close() it."""
     data = b"metadata" if kind else payload(3000)
     wrote = run.step(f"{kind}write({len(data)} bytes)", lambda: stream.write(data))
@@ -1040,3 +1046,57 @@ def _close_after_write(run: UnreachableRun, stream: Any, kind: str, must_fail: b
         closing = "close_and_finalize_checkpoint" if kind else "close_and_get_handle"
         run.step(closing, getattr(stream, closing), must_fail=must_fail)
     run.step(f"{kind}close()", stream.close)
+
+
+# --------------------------------------------------------------------------- BAD-13
+
+
+def host_and_port(url: str) -> str:
+    """``host:port`` of an endpoint URL (just the host where the URL gives no port)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+@pytest.mark.clause("BAD-13")
+def test_server_errors_name_the_endpoint(sandbox, target, backend, ledger):
+    """BAD-13: while the server answers every request 403 AccessDenied, closing a stream,
+    finalizing _metadata, reading a handle and resolve_checkpoint each raise an OSError whose
+    message names the endpoint's host and port."""
+    endpoint = host_and_port(str(backend.storage_options.get("endpoint_url", "")))
+    options = {"inline_threshold": 1024} if "inline-state" in target.capabilities else {}
+    writes_files = bool({"inline-state", "file-layout"} & set(target.capabilities))
+    with tagged("BAD-13", "a completed checkpoint and a handle, before any fault", sandbox):
+        drv = JobDriver(sandbox, **options)
+        drv.init_base()
+        completed, written = drv.checkpoint(2, exclusive=[payload(3000, 13)])
+        location = drv.location(1)
+        factory = drv.worker(1, location.location_reference)
+    run = StoreRun(endpoint)
+    ledger.inject(status=403, code="AccessDenied", message="Access Denied", times=None)
+    try:
+        stream = run.step(
+            "create_checkpoint_state_output_stream(EXCLUSIVE)",
+            lambda: factory.create_checkpoint_state_output_stream(EXCLUSIVE),
+        )
+        if stream.ok:
+            _close_after_write(run, stream.result, "", writes_files)
+        metadata = run.step("create_metadata_output_stream", location.create_metadata_output_stream)
+        if metadata.ok:
+            _close_after_write(run, metadata.result, "metadata ", True)
+        for handle, _ in written:
+            run.step(
+                "read a handle written before the fault",
+                lambda h=handle: read_handle(h),
+                must_fail=file_path(handle) is not None,
+            )
+        run.step(
+            "resolve_checkpoint of a completed checkpoint",
+            lambda: drv.storage.resolve_checkpoint(completed.external_pointer),
+            must_fail=True,
+        )
+    finally:
+        ledger.clear_faults()
+    _require_none(
+        "BAD-13", run.untyped_or_unnamed(), run, "steps while every request is refused with 403"
+    )

@@ -1,0 +1,98 @@
+"""The verdicts that scripts/mutation.py keeps in the repository, and its module excuses.
+
+``.mutation/`` is scratch a fresh clone lacks; the verdicts kept in ``docs/mutation/results``
+must come back where mutmut reads them, without overwriting a workdir's newer ones.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+_SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def _load(name: str) -> object:
+    spec = importlib.util.spec_from_file_location(name, _SCRIPTS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+sys.path.insert(0, str(_SCRIPTS))  # mutation.py imports mutation_messages
+mutation = _load("mutation")
+
+META = {
+    "exit_code_by_key": {
+        "ckptstore.paths.x_parse__mutmut_1": 1,
+        "ckptstore.paths.x_parse__mutmut_2": 0,
+    },
+    "hash_by_function_name": {"x_parse": "abc"},
+    "type_check_error_by_key": {},
+    "durations_by_key": {"ckptstore.paths.x_parse__mutmut_1": 1.5},
+    "estimated_durations_by_key": {"ckptstore.paths.x_parse__mutmut_1": 2.0},
+}
+
+
+@pytest.fixture
+def kept(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    monkeypatch.setattr(mutation, "RESULTS", results)
+    return results
+
+
+def _workdir(root: Path, name: str = "local+memory") -> Path:
+    workdir = root / name
+    (workdir / "mutants" / "src" / "ckptstore").mkdir(parents=True)
+    return workdir
+
+
+def test_verdicts_are_kept_without_timings(tmp_path, kept):
+    workdir = _workdir(tmp_path)
+    (workdir / "mutants" / "src" / "ckptstore" / "paths.py.meta").write_text(json.dumps(META))
+    mutation.keep_results(workdir)
+    saved = json.loads((kept / "local+memory" / "paths.py.meta").read_text())
+    assert saved["exit_code_by_key"] == META["exit_code_by_key"]
+    assert saved["hash_by_function_name"] == {"x_parse": "abc"}
+    assert saved["durations_by_key"] == {}
+    assert saved["estimated_durations_by_key"] == {}
+
+
+def test_a_fresh_workdir_gets_the_kept_verdicts(tmp_path, kept):
+    (kept / "local+memory").mkdir(parents=True)
+    (kept / "local+memory" / "paths.py.meta").write_text(json.dumps(META))
+    fresh = tmp_path / "clone" / "local+memory"
+    mutation.restore_results(fresh)
+    restored = json.loads((fresh / "mutants" / "src" / "ckptstore" / "paths.py.meta").read_text())
+    assert restored["exit_code_by_key"] == META["exit_code_by_key"]
+
+
+def test_a_workdir_keeps_its_own_newer_verdicts(tmp_path, kept):
+    (kept / "local+memory").mkdir(parents=True)
+    (kept / "local+memory" / "paths.py.meta").write_text(json.dumps(META))
+    workdir = _workdir(tmp_path)
+    own = workdir / "mutants" / "src" / "ckptstore" / "paths.py.meta"
+    own.write_text(json.dumps({**META, "exit_code_by_key": {}}))
+    mutation.restore_results(workdir)
+    assert json.loads(own.read_text())["exit_code_by_key"] == {}
+
+
+def test_a_module_entry_excuses_every_survivor_of_the_module(tmp_path, monkeypatch):
+    toml = tmp_path / "excuses.toml"
+    toml.write_text('[[outside_contract]]\nmodule = "ckptstore.config"\nwhy = "no target"\n')
+    monkeypatch.setattr(mutation, "EQUIVALENTS", toml)
+    monkeypatch.setattr(mutation, "mutant_diffs", lambda workdir, names: {})
+    config = mutation.Mutant("ckptstore.config.x_check__mutmut_3", "survived", tmp_path)
+    killed = mutation.Mutant("ckptstore.config.x_check__mutmut_4", "killed", tmp_path)
+    other = mutation.Mutant("ckptstore.paths.x_parse__mutmut_1", "survived", tmp_path)
+    mutation.classify([config, killed, other])
+    assert config.outside == "no target"
+    assert killed.outside == ""  # a killed mutant needs no excuse and still counts as killed
+    assert other.outside == ""
