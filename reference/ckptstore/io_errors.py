@@ -212,7 +212,6 @@ def translate_io_error(
     if not (_is_io_failure(exc) or (any_exception and isinstance(exc, Exception))):
         return exc
     endpoint = endpoint_label(fs, path.scheme)
-    secrets = _secret_values(fs)
     cls: type[CheckpointIOError]
     if isinstance(exc, FileNotFoundError):
         reason = "no such file or object"
@@ -223,7 +222,7 @@ def translate_io_error(
         cls = CheckpointFileExistsError
         code = errno.EEXIST
     else:
-        reason = f"{type(exc).__name__}: {_scrub(str(exc), secrets)}"
+        reason = f"{type(exc).__name__}: {exc}"
         unreachable = is_unreachable(exc)
         cls = EndpointUnreachableError if unreachable else CheckpointIOError
         code = (
@@ -234,9 +233,35 @@ def translate_io_error(
         if unreachable:
             reason = f"the endpoint could not be reached ({reason})"
     lead = message if message is not None else f"Could not {action} {path.url}"
-    error = cls(f"{redact_text(lead, secrets, limit=None)} (endpoint {endpoint}): {reason}")
-    error.errno = code  # str(error) stays the message (no strerror/filename set)
-    error.__cause__ = exc
+    return _contract_error(cls, lead, reason, endpoint, fs=fs, code=code, cause=exc)
+
+
+def _contract_error(
+    cls: type[CheckpointIOError],
+    lead: str,
+    reason: str,
+    endpoint: str | None,
+    *,
+    fs: Any,
+    code: int,
+    cause: BaseException,
+) -> CheckpointIOError:
+    """``cls`` saying ``<lead> (endpoint <endpoint>): <reason>``, redacted, with ``errno``
+    ``code`` and ``cause`` as its ``__cause__``.
+
+    Both texts are redacted against ``fs``'s secrets; ``reason`` (a client library's text) is
+    also cut at ``_MAX_REASON`` characters. ``str(error)`` stays the message: no strerror or
+    filename is set. A subclass with another constructor falls back to ``CheckpointIOError``.
+    """
+    secrets = _secret_values(fs)
+    where = "" if endpoint is None else f" (endpoint {endpoint})"
+    text = f"{redact_text(lead, secrets, limit=None)}{where}: {_scrub(reason, secrets)}"
+    try:
+        error = cls(text)
+    except TypeError:
+        error = CheckpointIOError(text)
+    error.errno = code
+    error.__cause__ = cause
     return error
 
 
@@ -255,16 +280,16 @@ def with_context(
     cls: type[CheckpointIOError] = (
         type(translated) if isinstance(translated, CheckpointIOError) else CheckpointIOError
     )
-    secrets = _secret_values(fs)
-    detail = redact_text(str(translated), secrets, limit=_MAX_REASON)
-    try:
-        error = cls(f"{redact_text(message, secrets, limit=None)}: {detail}")
-    except TypeError:  # a subclass with another constructor: keep the plain class
-        error = CheckpointIOError(f"{redact_text(message, secrets, limit=None)}: {detail}")
     code = getattr(translated, "errno", None)
-    error.errno = code if isinstance(code, int) else errno.EIO
-    error.__cause__ = exc
-    return error
+    return _contract_error(
+        cls,
+        message,
+        str(translated),
+        None,
+        fs=fs,
+        code=code if isinstance(code, int) else errno.EIO,
+        cause=exc,
+    )
 
 
 @contextlib.contextmanager
