@@ -70,8 +70,9 @@ CAPABILITIES: dict[str, str] = {
     "execution.checkpointing.create-subdir): a job's chk-<n>, shared/ and taskowned/ then lie "
     "directly in the checkpoint directory, with no <job id> directory.",
     "redacts-secrets": "repr() and str() of storages, accesses, locations, streams, handles "
-    "and completed locations, and the messages of the errors they raise, never show the "
-    "secrets of the storage's configuration (passwords in URLs, secret keys, session tokens).",
+    "and completed locations, the messages of the errors they raise and the implementation's "
+    "own log records never show the secrets of the storage's configuration (passwords in "
+    "URLs, secret keys, session tokens).",
 }
 
 
@@ -924,13 +925,16 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("BAD-8", "MUST", ("redacts-secrets",), "secrets are never shown",
      "On object-store backends, with storage_options holding secrets (an endpoint URL with "
      "user:password@ userinfo on "
-     "127.0.0.1 at a port that refuses connections, a secret key and client_kwargs' "
-     "aws_session_token; retry_attempts 1 and retry_seconds 5 where retry-budget is claimed; "
+     "127.0.0.1 at a port that refuses connections, config_kwargs' proxies for http and "
+     "https at another such port with user:password@ userinfo, a secret key and "
+     "client_kwargs' aws_session_token; retry_attempts 1 and retry_seconds 5 where retry-budget is claimed; "
      "steps still running after 20 seconds are abandoned unchecked), repr() and str() of the "
      "storage, its "
      "access, locations, stream factories, streams, handles, the task-owned toolset and "
-     "completed locations, and str() and repr() of every error their methods raise, with its "
-     "causes and contexts, contain none of these secrets; on object-store backends that "
+     "completed locations, str() and repr() of every error their methods raise, with its "
+     "causes and contexts, and every log record of the implementation's own loggers (named "
+     "under the top-level package of the target's or the storage's class, at every level, "
+     "as formatted) contain none of these secrets; on object-store backends that "
      "accept any credentials the same holds for a storage that reaches the store with a "
      "secret key and session token (state written, finalized, resolved, read, disposed), and "
      "elsewhere for the backend's own secret (decision; the contract's untrusted-input rules).",

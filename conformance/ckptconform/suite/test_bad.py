@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import math
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -776,6 +777,46 @@ def _exercise(watch: SecretWatch, sandbox: Any, target: Any, storage: Any, reach
         watch.run("dispose_storage_location", completed.dispose_storage_location)
 
 
+class _Collected(logging.Handler):
+    """Keeps every record it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def own_log_records(*owners: Any) -> Iterator[list[logging.LogRecord]]:
+    """The records, at every level, of the loggers named under the top-level packages of
+    ``owners``' classes (the target's and the storage's: the implementation's own loggers,
+    not its client libraries')."""
+    packages = dict.fromkeys(type(owner).__module__.split(".")[0] for owner in owners)
+    collected = _Collected()
+    loggers = [logging.getLogger(package) for package in packages]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(collected)
+        logger.setLevel(logging.DEBUG)
+    try:
+        yield collected.records
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(collected)
+            logger.setLevel(level)
+
+
+def _watch_records(watch: SecretWatch, records: list[logging.LogRecord]) -> None:
+    for record in records:
+        try:
+            text = record.getMessage()
+        except Exception:  # a broken format string: its parts are still shown by logging
+            text = f"{record.msg} {record.args}"
+        watch.text(f"log record of {record.name}", f"a {record.levelname} record", text)
+
+
 #: How long the unreachable phase may take before its remaining steps are abandoned (bounding
 #: the time of requests is SPK-6's and the REQ clauses' business, not this clause's).
 UNREACHABLE_PHASE_SECONDS = 20.0
@@ -800,10 +841,12 @@ def _within(seconds: float, work: Callable[[], None], name: str = "ckptconform-b
 def test_no_secret_is_shown(sandbox, target, backend):
     """BAD-8: reprs and error messages never show the configuration's secrets."""
     password = f"ckptconform-password-{random_name(12)}"
+    proxy_password = f"ckptconform-proxy-{random_name(12)}"
     secret = f"ckptconform-secret-{random_name(12)}"
     token = f"ckptconform-token-{random_name(12)}"
-    watch = SecretWatch([password, secret, token])
+    watch = SecretWatch([password, proxy_password, secret, token])
     endpoint = f"127.0.0.1:{closed_port()}"
+    proxy = f"http://ckptconform:{proxy_password}@127.0.0.1:{closed_port()}"
     base = dict(backend.storage_options)
     with_secrets = {
         **base,
@@ -814,14 +857,23 @@ def test_no_secret_is_shown(sandbox, target, backend):
     options = dict(file_options(target))
     if "retry-budget" in target.capabilities:
         options.update(retry_attempts=1, retry_seconds=5)  # refused requests end quickly
-    unreachable = {**with_secrets, "endpoint_url": f"http://ckptconform:{password}@{endpoint}"}
+    unreachable = {
+        **with_secrets,
+        "endpoint_url": f"http://ckptconform:{password}@{endpoint}",
+        "config_kwargs": {
+            **base.get("config_kwargs", {}),
+            "proxies": {"http": proxy, "https": proxy},
+        },
+    }
     with tagged("BAD-8", "make_storage with secrets in storage_options", endpoint=endpoint):
         storage = sandbox.make_storage(storage_options=unreachable, **options)
     notes = []
-    if not _within(
-        UNREACHABLE_PHASE_SECONDS, lambda: _exercise(watch, sandbox, target, storage, False)
-    ):
-        notes.append(f"(steps after {UNREACHABLE_PHASE_SECONDS:g} s at {endpoint} abandoned)")
+    with own_log_records(target, storage) as records:
+        if not _within(
+            UNREACHABLE_PHASE_SECONDS, lambda: _exercise(watch, sandbox, target, storage, False)
+        ):
+            notes.append(f"(steps after {UNREACHABLE_PHASE_SECONDS:g} s at {endpoint} abandoned)")
+        _watch_records(watch, records)
     leaks = list(watch.leaks)
     if backend.accepts_any_credentials:
         reachable = with_secrets
@@ -832,7 +884,9 @@ def test_no_secret_is_shown(sandbox, target, backend):
     watch.leaks = []
     with tagged("BAD-8", "make_storage with secrets on the backend's endpoint"):
         storage = sandbox.make_storage(storage_options=reachable, **options)
-    _exercise(watch, sandbox, target, storage, reachable=True)
+    with own_log_records(target, storage) as records:
+        _exercise(watch, sandbox, target, storage, reachable=True)
+        _watch_records(watch, records)
     leaks += watch.leaks
     assert not leaks, report(
         "BAD-8", "reprs and errors with secrets configured", leaks + notes, watch.steps, "steps",
