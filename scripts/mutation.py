@@ -49,10 +49,12 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mutation_messages import MessageParameter, message_reason
 
@@ -246,7 +248,7 @@ def keep_results(workdir: Path) -> None:
     """Copy the workdir's verdicts to ``RESULTS`` (sorted, one entry per line, no timings)."""
     kept = RESULTS / workdir.name
     for meta in sorted(_meta_dir(workdir).glob("*.py.meta")):
-        data = json.loads(meta.read_text(encoding="utf-8"))
+        data = _read_meta(meta)
         slim = {
             "exit_code_by_key": data.get("exit_code_by_key", {}),
             "hash_by_function_name": data.get("hash_by_function_name", {}),
@@ -259,6 +261,16 @@ def keep_results(workdir: Path) -> None:
         target = kept / meta.name
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.write_text(text, encoding="utf-8")
+
+
+def _read_meta(meta: Path) -> dict[str, Any]:
+    """A ``.meta`` file, read again while a running mutmut is rewriting it."""
+    for _ in range(50):
+        try:
+            return dict(json.loads(meta.read_text(encoding="utf-8")))
+        except json.JSONDecodeError:
+            time.sleep(0.1)
+    raise SystemExit(f"{meta} stays unreadable (not JSON)")
 
 
 def restore_results(workdir: Path) -> None:
@@ -287,7 +299,9 @@ def environment(workdir: Path) -> dict[str, str]:
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = str(workdir / "mutants" / "src")
-    env.setdefault("HYPOTHESIS_PROFILE", "ci")
+    # ci's derandomized examples, without shrinking a counterexample: a mutant is killed by
+    # its first one, and shrinking it (seconds per property on moto) changes no verdict
+    env.setdefault("HYPOTHESIS_PROFILE", "gate")
     extra = " --strict-should" + (f" --clauses={','.join(_CLAUSES)}" if _CLAUSES else "")
     env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')}{extra}".strip()
     return env
@@ -336,13 +350,18 @@ def merge(runs: list[list[Mutant]]) -> list[Mutant]:
     return sorted(best.values(), key=lambda m: m.name)
 
 
+# find_mutant reads the module's .meta, which a mutmut run beside may be rewriting: read again.
 _DIFFS = """
-import json, sys
+import json, sys, time
 from mutmut.__main__ import find_mutant, get_diff_for_mutant
-diffs = {}
-for name in json.load(sys.stdin):
-    diffs[name] = get_diff_for_mutant(name, path=find_mutant(name).path)
-print(json.dumps(diffs))
+def diff(name):
+    for _ in range(50):
+        try:
+            return get_diff_for_mutant(name, path=find_mutant(name).path)
+        except json.JSONDecodeError:
+            time.sleep(0.1)
+    raise SystemExit(f"the .meta of {name} stays unreadable")
+print(json.dumps({name: diff(name) for name in json.load(sys.stdin)}))
 """
 
 
