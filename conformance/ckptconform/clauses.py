@@ -658,6 +658,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "On S3, duplicate() copies server-side: CopyObject requests, no GetObject and no upload of "
      "the data (Flink TO6: files are copied instead of re-uploaded).",
      ("TO4", "TO6")),
+    ("TOW-10", "MUST", ("fast-duplicate",), "a failed duplication leaves no copies",
+     "duplicate() of three file handles from another location, whose last one's file was "
+     "discarded (discard_state()), raises an OSError and leaves no new file anywhere below the "
+     "test's root, for the toolset and for a factory of either scope: the copies it made of "
+     "the first two are removed (decision: no handle refers to them, so nothing would ever "
+     "delete them; task-owned state is the task's to clean, seed 004).",
+     ("seed 004", "TO4", "decision")),
     # ------------------------------------------------------------------ SAV
     ("SAV-1", "MUST", ("savepoints",), "savepoint target matrix",
      "initialize_location_for_savepoint puts the savepoint in a new directory directly below the "
@@ -927,7 +934,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "user:password@ userinfo on "
      "127.0.0.1 at a port that refuses connections, config_kwargs' proxies for http and "
      "https at another such port with user:password@ userinfo, a secret key and "
-     "client_kwargs' aws_session_token; retry_attempts 1 and retry_seconds 5 where retry-budget is claimed; "
+     "client_kwargs' aws_session_token; retry_attempts 1 and retry_seconds 5 where "
+     "retry-budget is claimed; "
      "steps still running after 20 seconds are abandoned unchecked), repr() and str() of the "
      "storage, its "
      "access, locations, stream factories, streams, handles, the task-owned toolset and "

@@ -212,6 +212,36 @@ def test_fast_duplication(sandbox, target):
             assert read_handle(source) == blob, msg + "\ndiscarding a copy removed the source"
 
 
+@pytest.mark.clause("TOW-10")
+@pytest.mark.options("inline_threshold")
+def test_failed_duplication_leaves_no_copies(sandbox, target):
+    """TOW-10: a duplicate() whose last handle's file was discarded raises an OSError and
+    leaves no file it made, for the toolset and for factories of either scope."""
+    sources = _sources(sandbox)
+    handles = [h for h, _ in sources]
+    handles[-1].discard_state()
+    drv = JobDriver(sandbox, inline_threshold=0)
+    drv.init_base()
+    factory = drv.worker(2, drv.location(2).location_reference)
+    toolset = drv.access.create_task_owned_checkpoint_state_toolset()
+    calls = [("toolset.duplicate", toolset.duplicate)]
+    calls += [
+        (f"factory.duplicate({scope})", lambda hs, s=scope: factory.duplicate(hs, s))
+        for scope in (EXCLUSIVE, SHARED)
+    ]
+    for label, duplicate in calls:
+        before = set(files_below(sandbox, sandbox.root))
+        try:
+            outcome: object = duplicate(handles)
+        except Exception as exc:  # judged below: the clause wants an OSError
+            outcome = exc
+        left = sorted(set(files_below(sandbox, sandbox.root)) - before)
+        msg = fail_message("TOW-10", label, sandbox, handles=[file_path(h) for h in handles])
+        msg += f"\noutcome: {outcome!r}"
+        assert isinstance(outcome, OSError), msg
+        assert not left, msg + f"\nfiles it left: {left}"
+
+
 @pytest.mark.clause("TOW-9")
 @pytest.mark.options("inline_threshold")
 def test_duplication_is_server_side(sandbox, ledger):
