@@ -665,7 +665,7 @@ class Bench:
             peer = self.peer
 
             def run_peer() -> float:
-                return peer.inline(plan.inline_size, plan.inline_write, int(figure.amount))
+                return float(peer.inline(plan.inline_size, plan.inline_write, int(figure.amount)))
 
             cases.append(Case(figure, PEER, self._peer_run(run_peer)))
             figure.ratios[f"{TARGET} / {PEER}"] = (TARGET, PEER)

@@ -218,12 +218,12 @@ class _Scope:
                     for name in targets:
                         if isinstance(name, ast.Name) and name.id != "pytestmark":
                             self.defs[name.id] = node.value
-        for node in list(self.defs.values()):
-            if isinstance(node, ast.ClassDef):
-                self.classes[node.name] = node
-                for item in node.body:
+        for definition in list(self.defs.values()):
+            if isinstance(definition, ast.ClassDef):
+                self.classes[definition.name] = definition
+                for item in definition.body:
                     if isinstance(item, ast.FunctionDef):
-                        self.methods[item.name].append((node.name, item))
+                        self.methods[item.name].append((definition.name, item))
         self.attributes = {name: self._attribute_types(cls) for name, cls in self.classes.items()}
 
     def method(self, cls: str, name: str) -> ast.FunctionDef | None:
@@ -459,13 +459,15 @@ def suite_tests(suite_dir: Path = SUITE_DIR, api: str | None = None) -> list[Sui
         for node in tree.body:
             for test in _tests_in(node):
                 ids = module_ids + _clause_ids(test.decorator_list, "clause", constants)
-                if test is not node:
+                if isinstance(node, ast.ClassDef):
                     ids = _clause_ids(node.decorator_list, "clause", constants) + ids
                 used, named = _reach([test], scope, members, clause_ids)
                 found.append(
                     SuiteTest(
                         module=module.name,
-                        name=test.name if test is node else f"{node.name}::{test.name}",
+                        name=f"{node.name}::{test.name}"
+                        if isinstance(node, ast.ClassDef)
+                        else test.name,
                         clauses=tuple(dict.fromkeys(ids)),
                         docstring=ast.get_docstring(test),
                         contract=tuple(sorted(used, key=order.__getitem__)),

@@ -420,7 +420,8 @@ def _select_clauses(config: pytest.Config, items: list[pytest.Item], catalog: An
     unknown = sorted(wanted - set(catalog))
     if unknown:
         raise pytest.UsageError(f"--clauses names unknown clause id(s): {', '.join(unknown)}")
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         (keep if wanted & set(_marker_args(item, "clause")) else drop).append(item)
     if drop:

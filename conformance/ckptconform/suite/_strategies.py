@@ -51,7 +51,7 @@ def sizes_around(threshold: int, spread: int = 3) -> st.SearchStrategy[int]:
 def chunkings(draw: Any, total: int) -> list[int]:
     """Write sizes that add up to ``total``: one write, small writes, or random cuts (with 0s)."""
     if total <= 0:
-        return draw(st.sampled_from([[], [0], [0, 0]]))
+        return list(draw(st.sampled_from([[], [0], [0, 0]])))
     kind = draw(st.sampled_from(["one", "cuts", "small"]))
     if kind == "one":
         return [total]
