@@ -273,6 +273,36 @@ def _read_meta(meta: Path) -> dict[str, Any]:
     raise SystemExit(f"{meta} stays unreadable (not JSON)")
 
 
+_GENERATE = """
+from mutmut.__main__ import (
+    copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths,
+    store_lines_covered_by_tests,
+)
+from mutmut.mutation.trampoline import set_mutant_under_test
+set_mutant_under_test("mutant_generation")
+copy_src_dir()
+copy_also_copy_files()
+setup_source_paths()
+store_lines_covered_by_tests()
+create_mutants(2)
+"""
+
+
+def generate(workdir: Path) -> None:
+    """Write the mutants of a prepared workdir without running any (what ``mutmut run`` does
+    first), so that a report can show kept verdicts and their diffs in a fresh clone."""
+    result = subprocess.run(
+        [sys.executable, "-c", _GENERATE],
+        cwd=workdir,
+        env=environment(workdir),
+        check=False,
+        text=True,
+        capture_output=True,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"generating the mutants of {workdir} failed:\n{result.stderr[-2000:]}")
+
+
 def restore_results(workdir: Path) -> None:
     """Put the kept verdicts where mutmut looks for them, where the workdir has none."""
     kept = RESULTS / workdir.name
@@ -571,10 +601,16 @@ def main(argv: list[str] | None = None) -> int:
         mutmut(workdir, "run", "--max-children", str(args.max_children))
     workdirs = [workdir]
     if args.merge:
-        workdirs = sorted(p.parent for p in (ROOT / ".mutation").glob("*/pyproject.toml"))
+        names = {p.parent.name for p in (ROOT / ".mutation").glob("*/pyproject.toml")}
+        names |= {p.name for p in RESULTS.glob("*") if p.is_dir()}
+        workdirs = [ROOT / ".mutation" / name for name in sorted(names)]
         legs = " | ".join(p.name for p in workdirs)
-    for kept in workdirs:
-        keep_results(kept)
+    for each in workdirs:
+        if not (_meta_dir(each) / "__init__.py").exists():  # only kept verdicts: a fresh clone
+            impl, _, backend = each.name.rpartition("@")
+            prepare(each, ["*.py"], backend.replace("+", ","), impl or "ckptstore")
+            generate(each)
+        keep_results(each)
     mutants = merge([read_results(w) for w in workdirs])
     if not mutants:
         raise SystemExit(f"no mutants recorded in {workdir}; run without --report-only first")
