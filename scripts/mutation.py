@@ -470,6 +470,29 @@ def classify(mutants: list[Mutant]) -> list[str]:
     return stale
 
 
+def summary(text: str, mutants: list[Mutant]) -> str:
+    """The report's table, then its survivors and excuses counted by function and reason."""
+    head = text.split("\n## ")[0].rstrip()
+    survivors: Counter[tuple[str, str]] = Counter()
+    excuses: Counter[str] = Counter()
+    for mutant in mutants:
+        if mutant.status in KILLED or mutant.status == NOT_RUN:
+            continue
+        if mutant.excuse:
+            reason = mutant.excuse if len(mutant.excuse) <= 160 else mutant.excuse[:157] + "..."
+            excuses[f"{mutant.name.rpartition('__mutmut_')[0]}: {reason}"] += 1
+        else:
+            survivors[(mutant.name.rpartition("__mutmut_")[0], mutant.status)] += 1
+    lines = [head, "", f"## Survivors by function ({sum(survivors.values())})", ""]
+    lines += ["| function | status | mutants |", "|---|---|---|"]
+    lines += [f"| `{f}` | {status} | {n} |" for (f, status), n in sorted(survivors.items())]
+    lines += ["", f"## Excused, by function and reason ({sum(excuses.values())})", ""]
+    lines += [f"- {n} x {entry}" for entry, n in sorted(excuses.items())]
+    lines += ["", "Each survivor's diff: `python scripts/mutation.py --report-only --merge`, then",
+              "`mutation-report/mutation-merged.md`.", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
 def render(mutants: list[Mutant], stale: list[str], legs: str) -> tuple[str, dict[str, object]]:
     summary = Summary()
     for mutant in mutants:
@@ -623,8 +646,9 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(payload, indent=2) + "\n", encoding="utf-8"
     )
     if args.merge:
-        # the merged report beside the kept verdicts: what a reader of the repository sees
-        (RESULTS.parent / "report.md").write_text(text, encoding="utf-8")
+        # beside the kept verdicts, what a reader of the repository sees: the table and the
+        # survivors by function (the diffs stay in mutation-report/, made again from them)
+        (RESULTS.parent / "report.md").write_text(summary(text, mutants), encoding="utf-8")
     overall = payload["modules"]["all"]  # type: ignore[index]
     print(text.split("\n## ")[0])
     print(f"report: {args.output / f'{stem}.md'}")
