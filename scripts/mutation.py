@@ -571,7 +571,8 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         metavar="WORKDIR",
         help="run only the mutants (of --modules) that survived in another run's workdir, e.g. "
-        "the S3-only survivors of .mutation/local+memory on --backend=moto",
+        "the S3-only survivors of .mutation/local+memory on --backend=moto; those this "
+        "workdir judged already are left out unless --rerun-survivors is given too",
     )
     parser.add_argument(
         "--diff-matches",
@@ -612,6 +613,10 @@ def main(argv: list[str] | None = None) -> int:
         ]
         classify(chosen)  # their diffs, and which are excused: those need no run
         chosen = [m for m in chosen if not m.excuse]
+        if args.survivors_of and not args.rerun_survivors:
+            # another run's survivors that this workdir judged already (an earlier session)
+            judged = {m.name for m in read_results(workdir) if m.status != NOT_RUN}
+            chosen = [m for m in chosen if m.name not in judged]
         if args.diff_matches:
             pattern = re.compile(args.diff_matches)
             chosen = [m for m in chosen if pattern.search(f"{m.name}\n{m.diff}")]
