@@ -724,7 +724,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("MD-4", "MUST", (), "finalization result",
      "close_and_finalize_checkpoint() returns a completed location whose external_pointer is a "
      "non-empty string and whose metadata_handle reads exactly the bytes written, with "
-     "state_size their number or -1; tell() counted them (Flink MD3, MD4).",
+     "state_size their number or -1; tell() counted them, from 0 before the first write "
+     "(Flink MD3, MD4).",
      ("MD3", "MD4")),
     ("MD-5", "MUST", (), "empty metadata",
      "A metadata stream with nothing written still finalizes into a resolvable checkpoint whose "

@@ -146,6 +146,7 @@ def test_finalization_result(sandbox, target, sizes):
     pieces = [payload(n, seed=i) for i, n in enumerate(sizes)]
     stream = location.create_metadata_output_stream()
     written = 0
+    assert stream.tell() == 0, fail_message("MD-4", "tell() of a new metadata stream", sizes=sizes)
     for piece in pieces:
         stream.write(piece)
         written += len(piece)
