@@ -1020,8 +1020,7 @@ def _unreachable_run(sandbox: Any, target: Any, backend: Any) -> StoreRun:
     """The steps on a storage whose endpoint refuses connections."""
     endpoint = f"127.0.0.1:{closed_port()}"
     routed = {**backend.storage_options, "endpoint_url": f"http://{endpoint}"}
-    options = {"inline_threshold": 1024} if "inline-state" in target.capabilities else {}
-    writes_files = bool({"inline-state", "file-layout"} & set(target.capabilities))
+    options, writes_files = _store_run_options(target)
     run = StoreRun(endpoint)
     storage = run.step(
         "make_storage", lambda: sandbox.make_storage(storage_options=routed, **options)
@@ -1029,6 +1028,13 @@ def _unreachable_run(sandbox: Any, target: Any, backend: Any) -> StoreRun:
     if storage.ok:
         _unreachable_steps(run, sandbox, storage.result, writes_files)
     return run
+
+
+def _store_run_options(target: Any) -> tuple[dict[str, Any], bool]:
+    """make_storage's options for BAD-10's and BAD-13's steps (3000 bytes of state go to a file
+    where there is a threshold), and whether closing a state stream must reach the store."""
+    options = {"inline_threshold": 1024} if "inline-state" in target.capabilities else {}
+    return options, bool({"inline-state", "file-layout"} & set(target.capabilities))
 
 
 def _require_none(
@@ -1077,19 +1083,23 @@ def _unreachable_steps(run: StoreRun, sandbox: Any, storage: Any, writes_files: 
             lambda: access.result.initialize_location_for_checkpoint(1),
         )
         if location.ok:
-            stream = run.step(
-                "create_checkpoint_state_output_stream(EXCLUSIVE)",
-                lambda: location.result.create_checkpoint_state_output_stream(EXCLUSIVE),
-            )
-            if stream.ok:
-                _close_after_write(run, stream.result, "", writes_files)
-            metadata = run.step(
-                "create_metadata_output_stream", location.result.create_metadata_output_stream
-            )
-            if metadata.ok:
-                _close_after_write(run, metadata.result, "metadata ", True)
+            _state_and_metadata_steps(run, location.result, writes_files)
     pointer = join(sandbox.checkpoint_dir, random_name(8), "chk-1")
     run.step("resolve_checkpoint", lambda: storage.resolve_checkpoint(pointer), must_fail=True)
+
+
+def _state_and_metadata_steps(run: StoreRun, location: Any, writes_files: bool) -> None:
+    """A state stream of the checkpoint's location and its _metadata stream, each written and
+    closed for its result (the state stream's close must fail only where it writes a file)."""
+    stream = run.step(
+        "create_checkpoint_state_output_stream(EXCLUSIVE)",
+        lambda: location.create_checkpoint_state_output_stream(EXCLUSIVE),
+    )
+    if stream.ok:
+        _close_after_write(run, stream.result, "", writes_files)
+    metadata = run.step("create_metadata_output_stream", location.create_metadata_output_stream)
+    if metadata.ok:
+        _close_after_write(run, metadata.result, "metadata ", True)
 
 
 def _close_after_write(run: StoreRun, stream: Any, kind: str, must_fail: bool) -> None:
@@ -1118,26 +1128,16 @@ def test_server_errors_name_the_endpoint(sandbox, target, backend, ledger):
     finalizing _metadata, reading a handle and resolve_checkpoint each raise an OSError whose
     message names the endpoint's host and port."""
     endpoint = host_and_port(str(backend.storage_options.get("endpoint_url", "")))
-    options = {"inline_threshold": 1024} if "inline-state" in target.capabilities else {}
-    writes_files = bool({"inline-state", "file-layout"} & set(target.capabilities))
+    options, writes_files = _store_run_options(target)
     with tagged("BAD-13", "a completed checkpoint and a handle, before any fault", sandbox):
         drv = JobDriver(sandbox, **options)
         drv.init_base()
         completed, written = drv.checkpoint(2, exclusive=[payload(3000, 13)])
         location = drv.location(1)
-        factory = drv.worker(1, location.location_reference)
     run = StoreRun(endpoint)
     ledger.inject(status=403, code="AccessDenied", message="Access Denied", times=None)
     try:
-        stream = run.step(
-            "create_checkpoint_state_output_stream(EXCLUSIVE)",
-            lambda: factory.create_checkpoint_state_output_stream(EXCLUSIVE),
-        )
-        if stream.ok:
-            _close_after_write(run, stream.result, "", writes_files)
-        metadata = run.step("create_metadata_output_stream", location.create_metadata_output_stream)
-        if metadata.ok:
-            _close_after_write(run, metadata.result, "metadata ", True)
+        _state_and_metadata_steps(run, location, writes_files)
         for handle, _ in written:
             run.step(
                 "read a handle written before the fault",
