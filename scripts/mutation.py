@@ -91,6 +91,11 @@ class Mutant:
         return self.equivalent or self.outside or self.message
 
     @property
+    def function(self) -> str:
+        """mutmut's name of the mutated function (``ckptstore.paths.x_parse``)."""
+        return self.name.rpartition("__mutmut_")[0]
+
+    @property
     def module(self) -> str:
         return self.name.split(".x_")[0].split(".xǁ")[0]
 
@@ -291,14 +296,7 @@ create_mutants(2)
 def generate(workdir: Path) -> None:
     """Write the mutants of a prepared workdir without running any (what ``mutmut run`` does
     first), so that a report can show kept verdicts and their diffs in a fresh clone."""
-    result = subprocess.run(
-        [sys.executable, "-c", _GENERATE],
-        cwd=workdir,
-        env=environment(workdir),
-        check=False,
-        text=True,
-        capture_output=True,
-    )
+    result = in_workdir(workdir, "-c", _GENERATE)
     if result.returncode != 0:
         raise SystemExit(f"generating the mutants of {workdir} failed:\n{result.stderr[-2000:]}")
 
@@ -313,6 +311,18 @@ def restore_results(workdir: Path) -> None:
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(meta, target)
+
+
+def workdir_name(impl: str, backend: str) -> str:
+    """``.mutation/<name>``: the legs (``local+memory``), after ``<impl>@`` for another target."""
+    legs = backend.replace(",", "+")
+    return legs if impl == "ckptstore" else f"{impl}@{legs}"
+
+
+def workdir_run(name: str) -> tuple[str, str]:
+    """The target and ``--backend`` of a workdir's name (:func:`workdir_name` reversed)."""
+    impl, _, legs = name.rpartition("@")
+    return impl or "ckptstore", legs.replace("+", ",")
 
 
 #: ``--clauses`` of a rerun: only the suite's tests of these clauses run (``PYTEST_ADDOPTS``).
@@ -337,16 +347,23 @@ def environment(workdir: Path) -> dict[str, str]:
     return env
 
 
-def mutmut(workdir: Path, *args: str, capture: bool = False) -> str:
-    command = [sys.executable, "-m", "mutmut", *args]
-    result = subprocess.run(
-        command,
+def in_workdir(
+    workdir: Path, *args: str, capture: bool = True, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python <args>`` in ``workdir`` with the suite's environment (never raises on exit)."""
+    return subprocess.run(
+        [sys.executable, *args],
         cwd=workdir,
         env=environment(workdir),
+        input=stdin,
         check=False,
         text=True,
         capture_output=capture,
     )
+
+
+def mutmut(workdir: Path, *args: str, capture: bool = False) -> str:
+    result = in_workdir(workdir, "-m", "mutmut", *args, capture=capture)
     if result.returncode != 0:
         detail = (result.stderr or "")[-2000:] if capture else ""
         raise SystemExit(f"mutmut {' '.join(args)} exited {result.returncode}\n{detail}")
@@ -399,15 +416,7 @@ def mutant_diffs(workdir: Path, names: list[str]) -> dict[str, str]:
     """The changed lines of each mutant (one mutmut process for all, not one per mutant)."""
     if not names:
         return {}
-    result = subprocess.run(
-        [sys.executable, "-c", _DIFFS],
-        cwd=workdir,
-        env=environment(workdir),
-        input=json.dumps(names),
-        check=False,
-        text=True,
-        capture_output=True,
-    )
+    result = in_workdir(workdir, "-c", _DIFFS, stdin=json.dumps(names))
     if result.returncode != 0:
         raise SystemExit(f"reading the mutants' diffs failed:\n{result.stderr[-2000:]}")
     return {
@@ -447,9 +456,7 @@ def classify(mutants: list[Mutant]) -> list[str]:
         diffs.update(mutant_diffs(workdir, [m.name for m in survivors if m.workdir == workdir]))
     for mutant in survivors:
         mutant.diff = diffs.get(mutant.name, "")
-        mutant.outside = outside.get(
-            mutant.name.rpartition("__mutmut_")[0], outside.get(mutant.module, "")
-        )
+        mutant.outside = outside.get(mutant.function, outside.get(mutant.module, ""))
         mutated = mutant.workdir / "mutants" / "src" / Path(*mutant.module.split("."))
         if not mutant.outside and mutated.with_suffix(".py").exists():
             mutant.message = message_reason(mutant.name, mutated.with_suffix(".py"), parameters)
@@ -480,9 +487,9 @@ def summary(text: str, mutants: list[Mutant]) -> str:
             continue
         if mutant.excuse:
             reason = mutant.excuse if len(mutant.excuse) <= 160 else mutant.excuse[:157] + "..."
-            excuses[f"{mutant.name.rpartition('__mutmut_')[0]}: {reason}"] += 1
+            excuses[f"{mutant.function}: {reason}"] += 1
         else:
-            survivors[(mutant.name.rpartition("__mutmut_")[0], mutant.status)] += 1
+            survivors[(mutant.function, mutant.status)] += 1
     lines = [head, "", f"## Survivors by function ({sum(survivors.values())})", ""]
     lines += ["| function | status | mutants |", "|---|---|---|"]
     lines += [f"| `{f}` | {status} | {n} |" for (f, status), n in sorted(survivors.items())]
@@ -595,9 +602,7 @@ def main(argv: list[str] | None = None) -> int:
         "on any of them is killed",
     )
     args = parser.parse_args(argv)
-    legs = args.backend.replace(",", "+")
-    if args.impl != "ckptstore":
-        legs = f"{args.impl}@{legs}"
+    legs = workdir_name(args.impl, args.backend)
     workdir = (args.workdir or ROOT / ".mutation" / legs).resolve()
     if args.clauses and not (args.rerun_survivors or args.survivors_of):
         parser.error("--clauses is for reruns (--rerun-survivors or --survivors-of)")
@@ -635,8 +640,8 @@ def main(argv: list[str] | None = None) -> int:
         legs = " | ".join(p.name for p in workdirs)
     for each in workdirs:
         if not (_meta_dir(each) / "__init__.py").exists():  # only kept verdicts: a fresh clone
-            impl, _, backend = each.name.rpartition("@")
-            prepare(each, ["*.py"], backend.replace("+", ","), impl or "ckptstore")
+            impl, backend = workdir_run(each.name)
+            prepare(each, ["*.py"], backend, impl)
             generate(each)
         keep_results(each)
     mutants = merge([read_results(w) for w in workdirs])

@@ -96,3 +96,16 @@ def test_a_module_entry_excuses_every_survivor_of_the_module(tmp_path, monkeypat
     assert config.outside == "no target"
     assert killed.outside == ""  # a killed mutant needs no excuse and still counts as killed
     assert other.outside == ""
+
+
+@pytest.mark.parametrize(
+    ("impl", "backend", "name"),
+    [
+        ("ckptstore", "local,memory", "local+memory"),
+        ("ckptstore", "moto", "moto"),
+        ("ckptstore-jobmanager", "local,memory", "ckptstore-jobmanager@local+memory"),
+    ],
+)
+def test_a_workdir_name_gives_back_its_run(impl, backend, name):
+    assert mutation.workdir_name(impl, backend) == name
+    assert mutation.workdir_run(name) == (impl, backend)
