@@ -7,9 +7,11 @@ would take hundreds of entries, so ``[[message_text]]`` entries of
 ``scripts/mutation_equivalents.toml`` name a *parameter*: the callee, the parameter's name
 and its position, and why it shapes only a message. A survivor is excused when the syntax
 trees of the original function and of the mutant differ in nothing but arguments given to
-such parameters. The comparison reads the functions that mutmut wrote into its ``mutants/``
-copy (``x_name__mutmut_orig`` beside ``x_name__mutmut_7``), so it sees the real code, not the
-diff's text, and an argument nested in another call is attributed to its own callee.
+such parameters; whatever changes inside such an argument (``f"got {describe(value)}"`` ->
+``f"got {describe(None)}"``) changes only the message too. The comparison reads the functions
+that mutmut wrote into its ``mutants/`` copy (``x_name__mutmut_orig`` beside
+``x_name__mutmut_7``), so it sees the real code, not the diff's text; an argument nested in
+another call that is no message argument is attributed to its own callee.
 
 Three more changes count as message-only, each decided on the original function's code:
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,15 +72,29 @@ def _same(a: ast.AST | None, b: ast.AST | None) -> bool:
     return ast.dump(a) == ast.dump(b)
 
 
-def _argument_sites(a: ast.Call, b: ast.Call, sites: list[Site]) -> bool:
-    """Record the arguments in which two calls of one callee differ."""
+#: Whether a site is a message parameter (its argument, and all inside it, only words a message).
+IsMessage = Callable[[Site], bool]
+
+
+def _never(site: Site) -> bool:
+    return False
+
+
+def _argument_sites(
+    a: ast.Call, b: ast.Call, sites: list[Site], is_message: IsMessage = _never
+) -> bool:
+    """Record the arguments in which two calls of one callee differ: the argument itself when
+    it goes to a message parameter, else the calls nested in it that differ."""
     callee = _callee(a)
     for index in range(max(len(a.args), len(b.args))):
         x = a.args[index] if index < len(a.args) else None
         y = b.args[index] if index < len(b.args) else None
         if _same(x, y):
             continue
-        if x is not None and y is not None and _nested(x, y, sites):
+        if is_message((callee, index)):
+            sites.append((callee, index))
+            continue
+        if x is not None and y is not None and _nested(x, y, sites, is_message):
             continue
         sites.append((callee, index))
     keywords_a = {k.arg: k.value for k in a.keywords}
@@ -89,18 +105,21 @@ def _argument_sites(a: ast.Call, b: ast.Call, sites: list[Site]) -> bool:
             continue
         if name is None:
             return False  # a changed **mapping is no one parameter
-        if x is not None and y is not None and _nested(x, y, sites):
+        if is_message((callee, name)):
+            sites.append((callee, name))
+            continue
+        if x is not None and y is not None and _nested(x, y, sites, is_message):
             continue
         sites.append((callee, name))
     return True
 
 
-def _nested(a: ast.AST, b: ast.AST, sites: list[Site]) -> bool:
+def _nested(a: ast.AST, b: ast.AST, sites: list[Site], is_message: IsMessage = _never) -> bool:
     """True when ``a`` and ``b`` differ only inside calls nested in them (sites recorded)."""
     if not any(isinstance(node, ast.Call) for node in ast.walk(a)):
         return False
     found: list[Site] = []
-    if _compare(a, b, found) and found:
+    if _compare(a, b, found, is_message=is_message) and found:
         sites.extend(found)
         return True
     return False
@@ -113,7 +132,11 @@ CHOICE = "<wording choice>"
 
 
 def _compare(
-    a: object, b: object, sites: list[Site], locals_: frozenset[str] = frozenset()
+    a: object,
+    b: object,
+    sites: list[Site],
+    locals_: frozenset[str] = frozenset(),
+    is_message: IsMessage = _never,
 ) -> bool:
     """True when ``a`` and ``b`` differ only in call arguments (recorded in ``sites``), or in
     what is assigned to the message locals ``locals_``."""
@@ -123,7 +146,7 @@ def _compare(
         if _same(a, b):
             return True
         if isinstance(a, ast.Call) and isinstance(b, ast.Call) and _same(a.func, b.func):
-            return _argument_sites(a, b, sites)
+            return _argument_sites(a, b, sites, is_message)
         if isinstance(a, ast.Assign) and isinstance(b, ast.Assign):
             names = _assigned_names(a)
             if names is not None and names <= locals_ and _same_targets(a, b):
@@ -132,16 +155,16 @@ def _compare(
         if isinstance(a, ast.If) and isinstance(b, ast.If) and _only_assigns(a, locals_):
             if not _same(a.test, b.test):
                 sites.append((CHOICE, ast.unparse(a.test)))
-            return _compare(a.body, b.body, sites, locals_) and _compare(
-                a.orelse, b.orelse, sites, locals_
+            return _compare(a.body, b.body, sites, locals_, is_message) and _compare(
+                a.orelse, b.orelse, sites, locals_, is_message
             )
         return all(
-            _compare(value, getattr(b, name, None), sites, locals_)
+            _compare(value, getattr(b, name, None), sites, locals_, is_message)
             for name, value in ast.iter_fields(a)
         )
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(
-            _compare(x, y, sites, locals_) for x, y in zip(a, b, strict=True)
+            _compare(x, y, sites, locals_, is_message) for x, y in zip(a, b, strict=True)
         )
     return a == b
 
@@ -259,13 +282,14 @@ def changed_sites(
     mutant: ast.AST,
     locals_: frozenset[str] = frozenset(),
     callee: str = "",
+    is_message: IsMessage = _never,
 ) -> list[Site] | None:
     """The call arguments, message locals, wording choices and parameter defaults in which a
     mutant differs from its original, or None when it differs in anything else."""
     sites: list[Site] = []
     body_a = getattr(original, "body", None)
     body_b = getattr(mutant, "body", None)
-    if not _compare(body_a, body_b, sites, locals_):
+    if not _compare(body_a, body_b, sites, locals_, is_message):
         return None
     signature = _signature_sites(
         getattr(original, "args", None), getattr(mutant, "args", None), callee
@@ -299,7 +323,13 @@ def message_reason(
         return ""
     parameters = list(parameters)
     locals_ = message_locals(original, parameters)
-    sites = changed_sites(original, changed, locals_, _own_name(function))
+    sites = changed_sites(
+        original,
+        changed,
+        locals_,
+        _own_name(function),
+        lambda site: _parameter_of(site, parameters) is not None,
+    )
     if not sites:
         return ""
     reasons = []
@@ -310,14 +340,19 @@ def message_reason(
         if callee == CHOICE:
             reasons.append(f"'if {slot}' only chooses between wordings of a message")
             continue
-        match = next(
-            (p for p in parameters if p.callee == callee and slot in (p.parameter, p.position)),
-            None,
-        )
+        match = _parameter_of((callee, slot), parameters)
         if match is None:
             return ""
         reasons.append(f"{callee}({match.parameter}): {match.why}")
     return "; ".join(dict.fromkeys(reasons))
+
+
+def _parameter_of(site: Site, parameters: Iterable[MessageParameter]) -> MessageParameter | None:
+    """The message parameter a call site gives its argument to, if it is one."""
+    callee, slot = site
+    return next(
+        (p for p in parameters if p.callee == callee and slot in (p.parameter, p.position)), None
+    )
 
 
 def _own_name(function: str) -> str:

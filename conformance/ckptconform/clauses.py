@@ -73,6 +73,9 @@ CAPABILITIES: dict[str, str] = {
     "and completed locations, the messages of the errors they raise and the implementation's "
     "own log records never show the secrets of the storage's configuration (passwords in "
     "URLs, secret keys, session tokens).",
+    "in-memory-checkpoints": "make_storage takes checkpoint_dir=None: completed checkpoints are "
+    "then kept in memory, with the pointer '<checkpoint-not-externally-addressable>' (Flink's "
+    "JobManagerCheckpointStorage without a checkpoint directory, MEM3).",
 }
 
 
@@ -200,7 +203,7 @@ OPTIONS: dict[str, Option] = {
             "retry_seconds",
             "float",
             "a finite number > 0 (int or float, not a bool): seconds per operation (the suite "
-            "passes 5 and 10); BAD-9 passes 0, -1, NaN, infinity, True and '5' and expects an "
+            "passes 5 and 9.5); BAD-9 passes 0, -1, NaN, infinity, True and '5' and expects an "
             "error",
             "The retry budget's time: how long one operation may take, retries included, "
             "before it gives up with an OSError.",
@@ -459,7 +462,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("seed 001", "L1", "L2")),
     ("LAY-2", "MUST", ("file-layout",), "chk-<n> directories",
      "Checkpoint n's exclusive state and _metadata lie in <job dir>/chk-<n>, n in decimal "
-     "without zero padding (seed 001: 'chk-17'; Flink L1, L2).",
+     "without zero padding, for every id from 0 to the largest Java long, 2**63-1 (seed 001: "
+     "'chk-17'; Flink L1, L2).",
      ("seed 001", "L1", "L2", "S3")),
     ("LAY-3", "MUST", ("file-layout",), "shared/ directory",
      "Shared-scope state of checkpoints lies in <job dir>/shared/ (Flink L1, S3, T-FSA4).",
@@ -651,8 +655,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("TOW-8", "MUST", ("fast-duplicate",), "fast duplication",
      "For a file handle from another location, can_fast_duplicate() is True and duplicate() "
      "returns, in order, handles of new files in the target location (task-owned for the "
-     "toolset, the scope's directory for a factory) with the same bytes and sizes; the sources "
-     "stay intact (Flink TO4, T-TS2, T-TS4).",
+     "toolset, the scope's directory for a factory) with the same bytes and sizes; a relative "
+     "handle's copy is relative, with its new file's name as relative_path, and an absolute "
+     "handle's copy absolute (no relative_path); the sources stay intact (Flink TO4, T-TS2, "
+     "T-TS4).",
      ("TO4", "TO6", "S17", "T-TS2", "T-TS4")),
     ("TOW-9", "MUST", ("fast-duplicate",), "duplication is server-side",
      "On S3, duplicate() copies server-side: CopyObject requests, no GetObject and no upload of "
@@ -756,6 +762,17 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "checkpoint was already finalized' from an I/O failure (decision, beyond Flink: Flink "
      "2.3.0 raises a plain IOException 'Target file ... already exists.', MD2).",
      ("MD2", "decision")),
+    ("MD-10", "MUST", ("in-memory-checkpoints",), "checkpoints kept in memory",
+     "On a storage made without a checkpoint directory (make_storage with checkpoint_dir=None), "
+     "whose completed checkpoints Flink keeps in memory with the pointer "
+     "'<checkpoint-not-externally-addressable>' (MEM3), "
+     "the metadata stream and the completed location behave as MD-4, MD-6 and MD-7 say for "
+     "the others: tell() counts the bytes from 0 and the metadata_handle reads them back; "
+     "after finalization `closed` is true, write() and a second finalization raise OSError or "
+     "ValueError and close() keeps the metadata_handle readable; resolve_handle() keeps the "
+     "bytes of own, shared, task-owned and inline handles and raises ValueError for a "
+     "relative handle whose relative_path is not one file name.",
+     ("MEM3", "MD3", "MD4", "MD5", "H6")),
     # ------------------------------------------------------------------ DIS
     ("DIS-1", "MUST", (), "aborted checkpoints are removed",
      "dispose_on_failure() of an in-progress location removes its exclusive state from the "
@@ -826,7 +843,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "references that are not CheckpointStorageLocationReferences (None aside, which is "
      "BAD-3's: Flink's JobManager storage ignores the reference, ACC9); scopes that are neither "
      "CheckpointedStateScope members nor their values (and None as duplicate's scope); handles "
-     "and handle lists that are not state handles, given to resolve_handle and to the "
+     "and handle lists that are not state handles (among them objects with the handle's "
+     "methods whose state_size is not an int or whose file_path or relative_path is not a "
+     "string, as a damaged _metadata may give), given to resolve_handle and to the "
      "can_fast_duplicate and duplicate of a stream factory and of the task-owned toolset "
      "(can_fast_duplicate may answer False instead, as Flink does; duplicate only where "
      "fast-duplicate is claimed: a caller duplicates only what can_fast_duplicate accepted, and "
@@ -1089,8 +1108,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "partial state (decision; FLINK-9325, FLINK-17808).",
      ("decision", "MD7")),
     ("REQ-6", "MUST", ("retry-budget",), "a persistent fault fails within the retry budget",
-     "With retry_attempts=3 and retry_seconds=10 and every PutObject of a state file answered "
-     "500 InternalError, closing a file-backed stream fails with an OSError within 15 seconds, "
+     "With retry_attempts=3 and retry_seconds=9.5 (a float, as the options catalog allows) "
+     "and every PutObject of a state file answered 500 InternalError, closing a file-backed "
+     "stream fails with an OSError within 15 seconds, "
      "after at most 3 PutObject requests for that file (decision: a bounded retry budget the "
      "storage exposes as configuration).",
      ("decision",)),

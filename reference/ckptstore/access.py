@@ -155,16 +155,8 @@ class FsCheckpointStorageAccess(
                 else self._checkpoints_dir
             )
             probe_conditional_writes(fs, probe_dir)
-        for directory, what in (
-            (self._shared_dir, "shared state"),
-            (self._task_owned_dir, "task owned state"),
-        ):
-            try:
-                make_directories(fs, directory)
-            except OSError as exc:
-                raise with_context(
-                    exc, f"Failed to create directory for {what}: {directory.url}", directory, fs
-                ) from exc
+        _make_state_directory(fs, self._shared_dir, "shared state")
+        _make_state_directory(fs, self._task_owned_dir, "task owned state")
 
     def _create_checkpoint_location(self, checkpoint_id: int) -> FsCheckpointStorageLocation:
         """``chk-<n>``, created on directory file systems; nothing sent to object stores (ACC6)."""
@@ -249,3 +241,13 @@ class FsCheckpointStorageAccess(
             f"FsCheckpointStorageAccess(job={self._job_id}, "
             f"checkpoints={self._checkpoints_dir.shown!r})"
         )
+
+
+def _make_state_directory(fs: Any, directory: StoragePath, what: str) -> None:
+    """Create the job's directory for one kind of state; a failure names the kind (ACC5)."""
+    try:
+        make_directories(fs, directory)
+    except OSError as exc:
+        raise with_context(
+            exc, f"Failed to create directory for {what}: {directory.url}", directory, fs
+        ) from exc

@@ -77,7 +77,6 @@ from __future__ import annotations
 import enum
 import io
 import secrets
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol, runtime_checkable
@@ -392,12 +391,6 @@ class ByteStreamStateHandle:
         _set_handle_name(handle, handle_name)
         _set_data(handle, data)
         return handle
-
-    @classmethod
-    def with_random_name(cls, data: bytes, prefix: str = "") -> ByteStreamStateHandle:
-        """A handle named ``<prefix>/<random uuid>`` (or just the uuid without a prefix)."""
-        name = str(uuid.uuid4())
-        return cls(f"{prefix.rstrip('/')}/{name}" if prefix else name, data)
 
     @property
     def state_size(self) -> int:

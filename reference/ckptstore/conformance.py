@@ -8,7 +8,8 @@ are plain strings from the suite's documented lists (CONFORMANCE.md); each targe
 
 - ``conformance_target`` ("ckptstore"): ``FileSystemCheckpointStorage``.
 - ``jobmanager_target`` ("ckptstore-jobmanager"): ``JobManagerCheckpointStorage`` with the
-  checkpoint directory set, so completed checkpoints are addressable.
+  checkpoint directory the suite gives, so completed checkpoints are addressable; without one
+  (``checkpoint_dir=None``, capability ``in-memory-checkpoints``) they are kept in memory.
 
 The suite's option keys are translated to constructor arguments; an option a storage does
 not support raises ``ConfigurationError`` naming the key and the supported keys, so a
@@ -170,7 +171,13 @@ conformance_target = ReferenceTarget(
 jobmanager_target = ReferenceTarget(
     name="ckptstore-jobmanager",
     capabilities=frozenset(
-        {"savepoints", "relocatable-savepoints", "memory-limit", "redacts-secrets"}
+        {
+            "savepoints",
+            "relocatable-savepoints",
+            "memory-limit",
+            "redacts-secrets",
+            "in-memory-checkpoints",
+        }
     ),
     schemes=_SCHEMES,
     supported_options=_JM_OPTIONS,

@@ -33,6 +33,7 @@ from ckptstore.filesystems import delete_tree, filesystem_for
 from ckptstore.layout import require_disposable
 from ckptstore.memory_streams import MemCheckpointStreamFactory
 from ckptstore.metadata import FsCheckpointMetadataOutputStream
+from ckptstore.names import unique_name
 from ckptstore.paths import StoragePath
 from ckptstore.validation import require_bytes, require_handle
 
@@ -142,7 +143,7 @@ class _MemoryMetadataOutputStream:
                 raise StreamClosedError("Already closed")
             self._buffer = None
         return NonPersistentCompletedCheckpointStorageLocation(
-            ByteStreamStateHandle.with_random_name(buffer.getvalue())
+            ByteStreamStateHandle.of(unique_name(), buffer.getvalue())
         )
 
     def close(self) -> None:

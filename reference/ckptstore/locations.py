@@ -11,6 +11,7 @@ a factory plus the metadata stream, ``dispose_on_failure`` and the location refe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from ckptstore.api import (
     METADATA_FILE_NAME,
@@ -178,7 +179,7 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
         write_buffer_size: int,
         fs_token: str | None = None,
         entropy: EntropyInjector | None = None,
-        layout_kind: str = "any",
+        layout_kind: Literal["checkpoint", "savepoint"],
     ) -> None:
         super().__init__(
             exclusive_dir,
@@ -189,10 +190,6 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
             entropy=entropy,
         )
         reference = require_reference(reference, "location reference")
-        if layout_kind not in ("checkpoint", "savepoint", "any"):
-            raise InvalidArgumentError(
-                f"layout_kind must be 'checkpoint', 'savepoint' or 'any', got {layout_kind!r}"
-            )
         self._layout_kind = layout_kind
         task_owned_dir = parse_storage_path(task_owned_dir)
         self._task_owned_dir = task_owned_dir

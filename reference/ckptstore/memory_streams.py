@@ -27,11 +27,9 @@ from ckptstore.errors import (
 )
 from ckptstore.names import unique_name
 from ckptstore.validation import (
-    JAVA_INT_MAX,
     require_bytes,
     require_handle,
     require_handles,
-    require_int,
     require_scope,
 )
 
@@ -63,7 +61,7 @@ class MemoryCheckpointOutputStream:
     """
 
     def __init__(self, max_size: int) -> None:
-        self._max_size = require_int(max_size, "max state size", minimum=1, maximum=JAVA_INT_MAX)
+        self._max_size = max_size  # checked once, where the storage takes it (MEM1)
         self._buffer: io.BytesIO | None = io.BytesIO()  # None once closed
         self._lock = threading.Lock()
 
@@ -134,13 +132,7 @@ class MemCheckpointStreamFactory:
     """Creates in-memory state streams for both scopes; cannot duplicate state (S17)."""
 
     def __init__(self, max_state_size: int) -> None:
-        self._max_state_size = require_int(
-            max_state_size,
-            "max state size",
-            minimum=1,
-            maximum=JAVA_INT_MAX,
-            below_message=f"maxStateSize must be > 0, got {max_state_size!r}",
-        )
+        self._max_state_size = max_state_size  # checked once, where the storage takes it (MEM1)
 
     @property
     def max_state_size(self) -> int:

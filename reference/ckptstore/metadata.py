@@ -29,7 +29,6 @@ from typing import Any
 from ckptstore.api import StreamStateHandle
 from ckptstore.errors import (
     InvalidArgumentTypeError,
-    InvalidHandleError,
     MetadataExistsError,
     MissingArgumentError,
     StreamClosedError,
@@ -48,7 +47,6 @@ from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.redaction import redact_text
 from ckptstore.validation import (
     require_bytes,
-    require_file_name,
     require_handle,
     require_url_text,
 )
@@ -56,7 +54,6 @@ from ckptstore.validation import (
 __all__ = [
     "FsCheckpointMetadataOutputStream",
     "FsCompletedCheckpointStorageLocation",
-    "validate_relative_path",
 ]
 
 _CLOSED_MESSAGE = "Stream has already been closed and discarded."
@@ -68,21 +65,6 @@ def _as_path(value: str | StoragePath, what: str) -> StoragePath:
     if isinstance(value, StoragePath):
         return value
     return parse_storage_path(require_url_text(value, what))
-
-
-def validate_relative_path(relative_path: str) -> str:
-    """Check that a relative handle names one file inside its directory (H6 guard).
-
-    Raises ``InvalidHandleError`` (a ``ValueError``) for an empty name, ``.``, ``..``, or a
-    name with ``/``, ``\\`` or a control character: such a handle could read or delete
-    outside the checkpoint.
-    """
-    if not isinstance(relative_path, str):
-        raise InvalidHandleError(
-            f"relative state path {relative_path!r} is not a single file name inside the "
-            "checkpoint directory"
-        )
-    return require_file_name(relative_path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +121,13 @@ class FsCompletedCheckpointStorageLocation:
         """Rebase a relative handle onto this location's directory; others come back as is.
 
         Anything that is not a state handle raises ``InvalidArgumentTypeError``; a relative
-        path that is not one file name ``InvalidHandleError`` (both ``ValueError``).
+        path that is not one file name ``InvalidHandleError`` (both ``ValueError``, from
+        ``require_handle``: such a handle could read or delete outside the checkpoint, H6).
         """
         handle = require_handle(handle)
-        relative = getattr(handle, "relative_path", None)
-        if relative is None:
+        name = getattr(handle, "relative_path", None)
+        if name is None:
             return handle
-        name = validate_relative_path(relative)
         directory = self.metadata_handle.storage_path.parent
         return RelativeFileStateHandle(
             directory.child(name).url,

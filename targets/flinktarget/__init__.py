@@ -115,6 +115,15 @@ _WRITE_AFTER_CLOSE = Deviation(
     "(S14), and a writer never learns that another thread closed its stream",
     "test_str5_memory_stream_takes_writes_after_close",
 )
+_METADATA_WRITE_AFTER_FINALIZE = Deviation(
+    FLINK_BUG,
+    "without a checkpoint directory, the metadata stream of "
+    "NonPersistentMetadataCheckpointStorageLocation does not check whether it is closed in "
+    "write(): writes after closeAndFinalizeCheckpoint() succeed into a buffer nobody reads, "
+    "where FsCheckpointMetadataOutputStream raises IOException (MD4); its completed location "
+    "also rebases relative handles unchecked, as for MD-7",
+    "test_md10_in_memory_metadata_takes_writes_after_finalize",
+)
 _EMPTY_WRITE = Deviation(
     FLINK_BUG,
     "an empty write marks MemoryCheckpointOutputStream non-empty, so closeAndGetHandle() "
@@ -138,6 +147,7 @@ JM_DEVIATIONS: Mapping[str, Deviation] = {
     "STR-3": _EMPTY_WRITE,
     "STR-5": _WRITE_AFTER_CLOSE,
     "THR-3": _WRITE_AFTER_CLOSE,
+    "MD-10": _METADATA_WRITE_AFTER_FINALIZE,
 }
 #: Target name -> its deviations (CONFORMANCE.md's Flink columns are built from these).
 DEVIATIONS: Mapping[str, Mapping[str, Deviation]] = {
@@ -216,11 +226,13 @@ target_unchecked = FlinkTarget(
     known_failures=_FS_KNOWN,
 )
 
-#: Flink's JobManagerCheckpointStorage with a checkpoint directory.
+#: Flink's JobManagerCheckpointStorage, with the checkpoint directory the suite gives or none.
 jobmanager_target_unchecked = FlinkTarget(
     name="flink-jobmanager",
     kind="jobmanager",
-    capabilities=frozenset({"savepoints", "relocatable-savepoints", "memory-limit"}),
+    capabilities=frozenset(
+        {"savepoints", "relocatable-savepoints", "memory-limit", "in-memory-checkpoints"}
+    ),
     supported_options=_JM_OPTIONS,
     known_failures=_JM_KNOWN,
 )

@@ -93,6 +93,19 @@ def _string(value: Any, what: str, *, nullable: bool = True) -> str | None:
     return value
 
 
+def _require_java_typed(handle: Any) -> None:
+    """What Java's types guarantee of every StreamStateHandle that reaches a Java method: its
+    state size is a long, a file handle's path and a relative handle's relative path are
+    strings. A Python object that breaks them could not have been passed to Flink at all."""
+    size = getattr(handle, "state_size", None)
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise JavaTypeError(
+            f"handle: a StreamStateHandle's state size is a Java long; got {size!r} in {handle!r}"
+        )
+    _string(getattr(handle, "file_path", None), "handle.file_path")
+    _string(getattr(handle, "relative_path", None), "handle.relative_path")
+
+
 def _scope(scope: Any) -> Any:
     if scope is None:
         return None  # Java passes null on; Flink decides what that means
@@ -412,6 +425,10 @@ class _JavaOutputStream:
     def __init__(self, java_stream: Any, what: str) -> None:
         self._java = java_stream
         self._what = what
+        #: whether close() or a finalize was called here: ``closed`` for a Java stream without
+        #: isClosed() (the in-memory metadata stream of Flink's non-persistent location)
+        self._ended = False
+        self._has_is_closed = True
 
     def write(self, data: bytes | bytearray | memoryview, /) -> int:
         payload = _bytes(data)
@@ -429,12 +446,25 @@ class _JavaOutputStream:
 
     @property
     def closed(self) -> bool:
-        with java_errors(f"isClosed of {self._what}"):
-            return bool(self._java.isClosed())
+        """Java's isClosed(); a stream whose class has none (Flink's NonPersistent
+        MetadataOutputStream keeps its flag private) is closed once close() or
+        closeAndFinalizeCheckpoint() was called on it."""
+        from py4j.protocol import Py4JError, Py4JJavaError
+
+        if self._has_is_closed:
+            with java_errors(f"isClosed of {self._what}"):
+                try:
+                    return bool(self._java.isClosed())
+                except Py4JError as exc:
+                    if isinstance(exc, Py4JJavaError) or "does not exist" not in str(exc):
+                        raise
+                    self._has_is_closed = False
+        return self._ended
 
     def close(self) -> None:
         with java_errors(f"close {self._what}"):
             self._java.close()
+        self._ended = True
 
     def __enter__(self) -> Self:
         return self
@@ -458,8 +488,11 @@ class FlinkMetadataOutputStream(_JavaOutputStream):
     """Flink's ``CheckpointMetadataOutputStream`` (``_metadata``)."""
 
     def close_and_finalize_checkpoint(self) -> FlinkCompletedLocation:
-        with java_errors(f"closeAndFinalizeCheckpoint of {self._what}"):
-            return FlinkCompletedLocation(self._java.closeAndFinalizeCheckpoint())
+        try:
+            with java_errors(f"closeAndFinalizeCheckpoint of {self._what}"):
+                return FlinkCompletedLocation(self._java.closeAndFinalizeCheckpoint())
+        finally:
+            self._ended = True
 
 
 # --------------------------------------------------------------------------- factories
@@ -588,8 +621,9 @@ class FlinkCompletedLocation:
             raise JavaTypeError(
                 f"handle is a StreamStateHandle; got {type(handle).__name__} {handle!r}"
             )
+        _require_java_typed(handle)
         relative = getattr(handle, "relative_path", None)
-        if not isinstance(relative, str):
+        if relative is None:
             return handle
         relative = cast(str, _string(relative, "relative_path"))
         size = int(getattr(handle, "state_size", -1))

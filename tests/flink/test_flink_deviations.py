@@ -121,6 +121,25 @@ def test_str5_memory_stream_takes_writes_after_close(jobmanager_storage):
     assert stream.write(b"after close") == 11  # no IOException
 
 
+def test_md10_in_memory_metadata_takes_writes_after_finalize(flink_ready):  # type: ignore[no-untyped-def]
+    """Flink bug (MD-10): without a checkpoint directory, the metadata stream of
+    NonPersistentMetadataCheckpointStorageLocation never checks closed in write(), so writes
+    after closeAndFinalizeCheckpoint() succeed into a buffer nobody reads."""
+    from flinktarget import jobmanager_target_unchecked
+
+    storage = jobmanager_target_unchecked.make_storage(
+        checkpoint_dir=None, savepoint_dir=None, options={}
+    )
+    access = storage.create_checkpoint_storage(JobID.generate())
+    stream = access.initialize_location_for_checkpoint(1).create_metadata_output_stream()
+    stream.write(b"metadata")
+    completed = stream.close_and_finalize_checkpoint()
+    assert completed.external_pointer == "<checkpoint-not-externally-addressable>"
+    assert stream.write(b"after finalize") == 14  # no IOException
+    with pytest.raises(OSError, match="Already closed"):
+        stream.close_and_finalize_checkpoint()
+
+
 def test_str3_memory_stream_counts_an_empty_write(jobmanager_storage):
     """Flink bug (STR-3): an empty write marks MemoryCheckpointOutputStream non-empty, so it
     returns a 0-byte ByteStreamStateHandle where the file streams return null (FLINK-5218)."""

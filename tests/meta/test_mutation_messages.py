@@ -153,3 +153,33 @@ def test_locals_that_reach_more_than_messages_are_no_excuse(tmp_path: Path, chan
 def test_message_locals_are_found_on_the_original(tmp_path: Path) -> None:
     function = messages._functions(_check_module(tmp_path, "1 => 1"))["x_check__mutmut_orig"]
     assert messages.message_locals(function, CHECK_PARAMETERS) == {"accepted", "wording"}
+
+
+NESTED = """
+    def x_fail__mutmut_orig(argument, value):
+        return make(Error, f"{argument} must be an int, got {describe(value)}", limit(value))
+"""
+
+NESTED_PARAMETERS = [messages.MessageParameter("make", "message", 1, "the error's words")]
+
+
+@pytest.mark.parametrize(
+    ("change", "excused"),
+    [
+        ("describe(value) => describe(None)", True),
+        ("describe(value) => describe()", True),
+        ("limit(value) => limit(None)", False),
+        ("Error, => None,", False),
+    ],
+)
+def test_a_change_inside_a_message_argument_is_a_message_change(
+    tmp_path: Path, change: str, excused: bool
+) -> None:
+    """A call nested in a message argument words only that message, whatever its callee."""
+    mutated = NESTED.replace("mutmut_orig", "mutmut_1").replace(*change.split(" => "))
+    path = tmp_path / "validation.py"
+    path.write_text(textwrap.dedent(NESTED + mutated), encoding="utf-8")
+    reason = messages.message_reason(
+        "ckptstore.validation.x_fail__mutmut_1", path, NESTED_PARAMETERS
+    )
+    assert bool(reason) is excused, change

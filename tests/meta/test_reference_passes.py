@@ -97,9 +97,9 @@ def _check_passes(run, allowed_unclaimed, backends=BACKENDS):
 
 
 def test_reference_passes_every_clause(reference_run):
-    _check_passes(reference_run, allowed_unclaimed={"memory-limit"})
+    _check_passes(reference_run, allowed_unclaimed={"memory-limit", "in-memory-checkpoints"})
     claimed = set(reference_run.report["header"]["capabilities"])
-    assert "memory-limit" not in claimed
+    assert not claimed & {"memory-limit", "in-memory-checkpoints"}
     spark = reference_run.report["header"]["spark"]
     assert spark["master"] == "local-cluster[2,1,1024]", spark
     assert len(spark["executors"]) == 2, spark
@@ -112,7 +112,7 @@ def test_reference_passes_every_clause(reference_run):
                 assert entry["backends"]["local"] == "PASS", (cid, entry)
     passed = {cid for cid, s in reference_run.clause_status().items() if s == "PASS"}
     skipped = {cid for cid, s in reference_run.clause_status().items() if s == "SKIP"}
-    assert skipped == {cid for cid in skipped if cid.startswith("MEM-")}
+    assert skipped == {cid for cid in skipped if cid.startswith("MEM-") or cid == "MD-10"}
     assert passed, "no clause passed"
 
 

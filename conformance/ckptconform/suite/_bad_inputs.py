@@ -180,10 +180,27 @@ def _scope_kind(none_kind: str | None) -> Callable[[Any], str | None]:
     return classify
 
 
+def _is_malformed_handle(value: Any) -> bool:
+    """A handle by its methods whose attributes break the protocol: a state_size that is no
+    int, or a file_path or relative_path that is no string (as one unpickled from a damaged
+    _metadata may be)."""
+    size = getattr(value, "state_size", None)
+    return (
+        isinstance(size, bool)
+        or not isinstance(size, int)
+        or any(
+            getattr(value, name, None) is not None and not isinstance(getattr(value, name), str)
+            for name in ("file_path", "relative_path")
+        )
+    )
+
+
 def _handle_kind(value: Any) -> str | None:
     if value is None:
         return NONE
-    return None if looks_like_handle(value) else TYPE
+    if not looks_like_handle(value):
+        return TYPE
+    return VALUE if _is_malformed_handle(value) else None
 
 
 def _handles_kind(value: Any) -> str | None:
@@ -191,7 +208,7 @@ def _handles_kind(value: Any) -> str | None:
         return NONE
     if isinstance(value, list | tuple):
         if all(looks_like_handle(item) for item in value):
-            return None
+            return VALUE if any(_is_malformed_handle(item) for item in value) else None
         # Flink rejects null elements with an IllegalArgumentException, not an NPE
         return VALUE if any(item is None for item in value) else TYPE
     return TYPE
@@ -223,6 +240,35 @@ class _Opaque:
 
 _OPAQUE = _Opaque()
 
+
+class _MalformedHandle:
+    """An object with the state handle's methods and a malformed attribute; the suite never
+    lets it be read or discarded."""
+
+    def __init__(self, **attributes: Any) -> None:
+        self.__dict__.update(attributes)
+
+    def open_input_stream(self) -> Any:
+        raise AssertionError("[BAD-1] a malformed handle was read")
+
+    def as_bytes_if_in_memory(self) -> None:
+        return None
+
+    def discard_state(self) -> None:
+        raise AssertionError("[BAD-1] a malformed handle was discarded")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in sorted(self.__dict__.items()))
+        return f"MalformedHandle({shown})"
+
+
+_MALFORMED_HANDLES: tuple[Any, ...] = (
+    _MalformedHandle(state_size="3"),
+    _MalformedHandle(state_size=None),
+    _MalformedHandle(state_size=3, file_path=b"/etc/passwd"),
+    _MalformedHandle(state_size=3, file_path="/x", relative_path=7),
+)
+
 _IDS: tuple[Any, ...] = (
     None, -1, LONG_MIN, LONG_MIN - 1, LONG_MAX + 1, 2**64, 2**100,
     "x", "1", "", 1.0, 1.5, float("nan"), float("inf"), True, False, b"1", [1],
@@ -252,13 +298,14 @@ _SCOPES: tuple[Any, ...] = (
 )  # fmt: skip
 _HANDLES: tuple[Any, ...] = (
     None, "abc", b"abc", 1, _OPAQUE, {"file_path": "/etc/passwd", "state_size": 3}, DEFAULT_REF,
-    WorldValue("[handle]", lambda w: [w.handle]),
+    WorldValue("[handle]", lambda w: [w.handle]), *_MALFORMED_HANDLES,
 )  # fmt: skip
 _HANDLE_LISTS: tuple[Any, ...] = (
     None, "abc", b"abc", 5, _OPAQUE, [None], ["x"], [b"abc"], {"a": 1},
     WorldValue("handle (not in a list)", lambda w: w.handle),
     WorldValue("[handle, 'x']", lambda w: [w.handle, "x"]),
     WorldValue("[handle, None]", lambda w: [w.handle, None]),
+    WorldValue("[handle, malformed handle]", lambda w: [w.handle, _MALFORMED_HANDLES[2]]),
 )  # fmt: skip
 #: write() data: not bytes, bytearray or memoryview (an array.array has the buffer protocol,
 #: and is still none of the three the contract names).

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
+
 from ckptconform.failures import ClauseFailure
 from ckptconform.workload import payload
 from ckptstore.api import (
@@ -29,11 +31,13 @@ from ckptstore.api import (
 )
 
 __all__ = [
+    "CHECKPOINT_DIRS",
     "DEFAULT_REF",
     "EXCLUSIVE",
     "SHARED",
     "JobDriver",
     "chunk",
+    "driver_with",
     "expect_error",
     "fail_message",
     "file_options",
@@ -392,3 +396,21 @@ class JobDriver:
 
     def pickled_storage(self) -> Any:
         return roundtrip(self.storage, "SER-1", "the storage")
+
+
+#: The two ways a test's storage can be made: with the sandbox's checkpoint directory, and
+#: without one (checkpoint_dir=None, capability in-memory-checkpoints: Flink's
+#: JobManagerCheckpointStorage then keeps completed checkpoints in memory).
+CHECKPOINT_DIRS = (
+    "configured",
+    pytest.param("none", marks=pytest.mark.requires("in-memory-checkpoints")),
+)
+
+
+def driver_with(sandbox: Any, target: Any, checkpoint_dir: str, **options: Any) -> JobDriver:
+    """A ``JobDriver`` on a storage made with the sandbox's checkpoint directory
+    (``"configured"``) or without one (``"none"``)."""
+    options = {**file_options(target), **options}
+    if checkpoint_dir == "none":
+        options["checkpoint_dir"] = None
+    return JobDriver(sandbox, **options)

@@ -13,7 +13,7 @@ import re
 import uuid
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 
 from ckptconform.suite._driver import (
     EXCLUSIVE,
@@ -101,6 +101,7 @@ def _blame(problems: list[str]) -> str:
 @pytest.mark.options("inline_threshold")
 @capped(6)
 @given(checkpoint_id=checkpoint_ids)
+@example(checkpoint_id=2**63 - 1)  # the largest Java long
 def test_checkpoint_layout(sandbox, checkpoint_id):
     """LAY-1: a job's data lies below <checkpoint_dir>/<job id>/; LAY-2: exclusive state and
     _metadata in chk-<n>; LAY-3: shared-scope state in shared/; LAY-4: state files directly in

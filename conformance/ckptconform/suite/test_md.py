@@ -13,6 +13,7 @@ import pytest
 
 from ckptconform.suite._driver import (
     JobDriver,
+    driver_with,
     expect_error,
     fail_message,
     file_options,
@@ -22,9 +23,10 @@ from ckptconform.suite._driver import (
     parent,
     payload,
     read_handle,
+    require,
     tagged,
 )
-from ckptstore.api import ByteStreamStateHandle
+from ckptstore.api import NON_ADDRESSABLE_POINTER, ByteStreamStateHandle
 
 CLOSED_ERRORS = (OSError, ValueError)
 
@@ -136,29 +138,34 @@ def test_second_metadata_exists_already(sandbox, target, how):
     )
 
 
+def _check_finalization_result(sandbox, drv, sizes, clause):
+    """tell() counts the metadata bytes from 0, and the completed location reads them back."""
+    location = drv.location(3)
+    pieces = [payload(n, seed=i) for i, n in enumerate(sizes)]
+    stream = location.create_metadata_output_stream()
+    written = 0
+    with tagged(clause, "tell() of a new metadata stream", sizes=sizes):
+        assert stream.tell() == 0
+    for piece in pieces:
+        stream.write(piece)
+        written += len(piece)
+        with tagged(clause, "metadata tell", sizes=sizes, expected=written):
+            assert stream.tell() == written
+    completed = stream.close_and_finalize_checkpoint()
+    with tagged(clause, "close_and_finalize_checkpoint", sandbox, sizes=sizes):
+        assert isinstance(completed.external_pointer, str)
+        assert completed.external_pointer
+        assert read_handle(completed.metadata_handle) == b"".join(pieces)
+        assert completed.metadata_handle.state_size in (written, -1)
+
+
 @pytest.mark.clause("MD-4")
 @pytest.mark.parametrize("sizes", [[1], [3, 0, 4000], [70_000, 1]])
 def test_finalization_result(sandbox, target, sizes):
     """MD-4: tell() counts the metadata bytes and the completed location reads them back."""
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
-    location = drv.location(3)
-    pieces = [payload(n, seed=i) for i, n in enumerate(sizes)]
-    stream = location.create_metadata_output_stream()
-    written = 0
-    assert stream.tell() == 0, fail_message("MD-4", "tell() of a new metadata stream", sizes=sizes)
-    for piece in pieces:
-        stream.write(piece)
-        written += len(piece)
-        assert stream.tell() == written, fail_message(
-            "MD-4", "metadata tell", sizes=sizes, expected=written, got=stream.tell()
-        )
-    completed = stream.close_and_finalize_checkpoint()
-    msg = fail_message("MD-4", "close_and_finalize_checkpoint", sandbox, sizes=sizes)
-    assert isinstance(completed.external_pointer, str), msg
-    assert completed.external_pointer, msg
-    assert read_handle(completed.metadata_handle) == b"".join(pieces), msg
-    assert completed.metadata_handle.state_size in (written, -1), msg
+    _check_finalization_result(sandbox, drv, sizes, "MD-4")
 
 
 @pytest.mark.clause("MD-5")
@@ -175,28 +182,35 @@ def test_empty_metadata(sandbox, target):
     assert read_handle(completed.metadata_handle) == b"", msg
 
 
-@pytest.mark.clause("MD-6")
-def test_after_finalization(sandbox, target):
-    """MD-6: write and a second finalize fail after finalization; close() keeps the checkpoint."""
-    drv = JobDriver(sandbox, **file_options(target))
-    drv.init_base()
+def _check_after_finalization(sandbox, drv, clause):
+    """After finalization: closed, write() and a second finalize fail, close() is harmless and
+    the metadata still reads (through the pointer when the checkpoint is addressable)."""
     stream = drv.location(6).create_metadata_output_stream()
     stream.write(b"metadata six")
     completed = stream.close_and_finalize_checkpoint()
-    assert stream.closed, fail_message("MD-6", "closed after finalize")
-    expect_error(CLOSED_ERRORS, "MD-6", "write after finalize", lambda: stream.write(b"x"))
+    require(stream.closed, clause, fail_message(clause, "closed after finalize"))
+    expect_error(CLOSED_ERRORS, clause, "write after finalize", lambda: stream.write(b"x"))
     expect_error(
         CLOSED_ERRORS,
-        "MD-6",
+        clause,
         "second close_and_finalize_checkpoint",
         stream.close_and_finalize_checkpoint,
     )
     stream.close()
     stream.close()
-    loc = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
-    assert read_handle(loc.metadata_handle) == b"metadata six", fail_message(
-        "MD-6", "close() after finalize", sandbox
-    )
+    kept = completed.metadata_handle
+    if completed.external_pointer != NON_ADDRESSABLE_POINTER:
+        kept = drv.fresh_storage().resolve_checkpoint(completed.external_pointer).metadata_handle
+    with tagged(clause, "close() after finalize", sandbox, pointer=completed.external_pointer):
+        assert read_handle(kept) == b"metadata six"
+
+
+@pytest.mark.clause("MD-6")
+def test_after_finalization(sandbox, target):
+    """MD-6: write and a second finalize fail after finalization; close() keeps the checkpoint."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    _check_after_finalization(sandbox, drv, "MD-6")
 
 
 class ForeignRelativeHandle:
@@ -206,13 +220,38 @@ class ForeignRelativeHandle:
         self.file_path, self.relative_path, self.state_size = file_path, relative_path, state_size
 
     def open_input_stream(self):
-        raise AssertionError("[MD-7] the suite's fake handle must never be read directly")
+        raise AssertionError("the suite's fake relative handle must never be read directly")
 
     def as_bytes_if_in_memory(self):
         return None
 
     def discard_state(self):
-        raise AssertionError("[MD-7] the suite's fake handle must never be discarded")
+        raise AssertionError("the suite's fake relative handle must never be discarded")
+
+
+def _check_resolve_handle(sandbox, drv, clause):
+    """resolve_handle() keeps the bytes of own, shared, task-owned and inline handles, and
+    raises ValueError for a relative_path that is not one file name inside the directory."""
+    completed, written = drv.checkpoint(
+        7, exclusive=[payload(4000, 1), payload(9, 2)], shared=[payload(6000, 3)]
+    )
+    inline = ByteStreamStateHandle("suite-inline", b"inline bytes")
+    # task-owned state that the checkpoint references (Flink's changelog files)
+    owned = [(drv.task_owned(blob), blob) for blob in (payload(5000, 4), payload(9, 5))]
+    for handle, blob in [*written, *owned, (inline, b"inline bytes")]:
+        with tagged(clause, "resolve_handle, then read", sandbox, handle=handle):
+            assert read_handle(completed.resolve_handle(handle)) == blob
+    victim = join(parent(completed.external_pointer), "victim")
+    # not one file name inside the directory ('a\\b' is one on POSIX and S3: not rejected)
+    for bad in ("../victim", "..", ".", "", "a/b", "/etc/passwd", "../../x"):
+        fake = ForeignRelativeHandle(victim, bad, 3)
+        expect_error(
+            ValueError,
+            clause,
+            "resolve_handle(relative handle leaving the directory)",
+            lambda f=fake: completed.resolve_handle(f),
+            relative_path=bad,
+        )
 
 
 @pytest.mark.clause("MD-7")
@@ -222,26 +261,18 @@ def test_resolve_handle(sandbox, target):
     the directory."""
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
-    completed, written = drv.checkpoint(
-        7, exclusive=[payload(4000, 1), payload(9, 2)], shared=[payload(6000, 3)]
-    )
-    inline = ByteStreamStateHandle("suite-inline", b"inline bytes")
-    # task-owned state that the checkpoint references (Flink's changelog files)
-    owned = [(drv.task_owned(blob), blob) for blob in (payload(5000, 4), payload(9, 5))]
-    for handle, blob in [*written, *owned, (inline, b"inline bytes")]:
-        with tagged("MD-7", "resolve_handle, then read", sandbox, handle=handle):
-            assert read_handle(completed.resolve_handle(handle)) == blob
-    victim = join(parent(completed.external_pointer), "victim")
-    # not one file name inside the directory ('a\\b' is one on POSIX and S3: not rejected)
-    for bad in ("../victim", "..", ".", "", "a/b", "/etc/passwd", "../../x"):
-        fake = ForeignRelativeHandle(victim, bad, 3)
-        expect_error(
-            ValueError,
-            "MD-7",
-            "resolve_handle(relative handle leaving the directory)",
-            lambda f=fake: completed.resolve_handle(f),
-            relative_path=bad,
-        )
+    _check_resolve_handle(sandbox, drv, "MD-7")
+
+
+@pytest.mark.clause("MD-10")
+def test_checkpoints_kept_in_memory(sandbox, target):
+    """MD-10: on a storage made without a checkpoint directory, the metadata stream and the
+    completed location behave as for the others."""
+    drv = driver_with(sandbox, target, "none")
+    drv.init_base()
+    _check_finalization_result(sandbox, drv, [3, 0, 4000], "MD-10")
+    _check_after_finalization(sandbox, drv, "MD-10")
+    _check_resolve_handle(sandbox, drv, "MD-10")
 
 
 @pytest.mark.clause("MD-8")

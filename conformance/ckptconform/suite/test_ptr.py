@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given
 
 from ckptconform.suite._driver import (
+    CHECKPOINT_DIRS,
     JobDriver,
+    driver_with,
     expect_error,
     fail_message,
     file_options,
@@ -410,19 +412,12 @@ def test_flink_path_normalisation(sandbox, target, checkpoint_id):
 
 
 @pytest.mark.clause("PTR-12")
-@pytest.mark.parametrize("checkpoint_dir", ["configured", "none"])
+@pytest.mark.parametrize("checkpoint_dir", CHECKPOINT_DIRS)
 def test_highly_available_storage(sandbox, target, checkpoint_dir):
     """PTR-12: supports_highly_available_storage() is true when completed checkpoints are
     externally addressable and false when their pointer is
     '<checkpoint-not-externally-addressable>'."""
-    options = file_options(target)
-    if checkpoint_dir == "none":
-        try:
-            drv = JobDriver(sandbox, **{**options, "checkpoint_dir": None})
-        except (TypeError, ValueError) as exc:
-            pytest.skip(f"the target needs a checkpoint directory ({type(exc).__name__}: {exc})")
-    else:
-        drv = JobDriver(sandbox, **options)
+    drv = driver_with(sandbox, target, checkpoint_dir)
     drv.init_base()
     completed, _ = drv.checkpoint(1, metadata=b"ha")
     pointer = completed.external_pointer

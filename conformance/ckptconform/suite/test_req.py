@@ -215,9 +215,9 @@ def test_faults_never_lose_or_expose_data(sandbox, target, ledger):
 
 @pytest.mark.clause("REQ-6")
 def test_a_persistent_fault_fails_within_the_retry_budget(sandbox, target, ledger):
-    """REQ-6: with retry_attempts=3, retry_seconds=10 and every PutObject answered 500, closing
+    """REQ-6: with retry_attempts=3, retry_seconds=9.5 and every PutObject answered 500, closing
     the stream fails with an OSError within 15 seconds after at most 3 PutObject requests."""
-    coord = _coordinator(sandbox, target, 1, retry_attempts=3, retry_seconds=10)
+    coord = _coordinator(sandbox, target, 1, retry_attempts=3, retry_seconds=9.5)
     with tagged("REQ-6", "initialize the checkpoint", sandbox):
         coord.init_base()
         location = coord.checkpoint_location(1)

@@ -201,6 +201,12 @@ def test_fast_duplication(sandbox, target):
             assert file_path(copy) != file_path(source), msg
             assert read_handle(copy) == blob, msg
             assert copy.state_size == source.state_size, msg
+            relative = getattr(copy, "relative_path", None)
+            if getattr(source, "relative_path", None) is None:
+                assert relative is None, msg + f"\nan absolute handle's copy is relative: {copy!r}"
+            else:
+                name = file_path(copy).rstrip("/").rsplit("/", 1)[-1]
+                assert relative == name, msg + f"\na relative handle's copy: {copy!r}"
             assert read_handle(source) == blob, msg + "\nthe source changed"
             if "file-layout" in target.capabilities:
                 parent = file_path(copy).rstrip("/").rsplit("/", 1)[0]
