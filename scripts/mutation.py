@@ -442,11 +442,22 @@ def _normalized(diff: str) -> str:
 
 
 def classify(mutants: list[Mutant]) -> list[str]:
-    """Fill in survivors' diffs and mark the listed equivalent ones; return stale entries."""
-    entries = {entry["mutant"]: entry for entry in load_excuses("equivalent")}
+    """Fill in survivors' diffs and mark the excused ones; return stale entries.
+
+    An entry that names one ``mutant`` (an ``[[equivalent]]``, or an ``[[outside_contract]]``
+    for one mutant of a function that clauses do observe otherwise) carries the mutant's diff
+    and is stale when the diff changed; a ``function`` or ``module`` entry excuses every
+    survivor of it."""
+    entries = {
+        entry["mutant"]: {**entry, "kind": kind}
+        for kind in ("equivalent", "outside_contract")
+        for entry in load_excuses(kind)
+        if "mutant" in entry
+    }
     outside = {
         entry.get("function") or entry["module"]: entry["why"]
         for entry in load_excuses("outside_contract")
+        if "mutant" not in entry
     }
     parameters = [MessageParameter.of(entry) for entry in load_excuses("message_text")]
     stale = []
@@ -463,10 +474,12 @@ def classify(mutants: list[Mutant]) -> list[str]:
         entry = entries.pop(mutant.name, None)
         if entry is None:
             continue
-        if _normalized(entry["diff"]) == _normalized(mutant.diff):
+        if _normalized(entry["diff"]) != _normalized(mutant.diff):
+            stale.append(f"{mutant.name}: its diff changed; review the entry")
+        elif entry["kind"] == "equivalent":
             mutant.equivalent = entry["why"]
         else:
-            stale.append(f"{mutant.name}: its diff changed; review the entry")
+            mutant.outside = entry["why"]
     known = {m.name for m in mutants}
     stale += [
         f"{name}: killed now, the entry is not needed"

@@ -98,6 +98,30 @@ def test_a_module_entry_excuses_every_survivor_of_the_module(tmp_path, monkeypat
     assert other.outside == ""
 
 
+def test_a_mutant_entry_excuses_that_mutant_while_its_diff_is_the_same(tmp_path, monkeypatch):
+    toml = tmp_path / "excuses.toml"
+    toml.write_text(
+        '[[outside_contract]]\nmutant = "ckptstore.paths.x_parse__mutmut_1"\n'
+        'diff = """\n-    a = 1\n+    a = 2\n"""\nwhy = "a reference limit"\n'
+        '[[outside_contract]]\nmutant = "ckptstore.paths.x_parse__mutmut_2"\n'
+        'diff = """\n-    b = 1\n+    b = 2\n"""\nwhy = "another"\n'
+    )
+    monkeypatch.setattr(mutation, "EQUIVALENTS", toml)
+    diffs = {
+        "ckptstore.paths.x_parse__mutmut_1": "-    a = 1\n+    a = 2",
+        "ckptstore.paths.x_parse__mutmut_2": "-    b = 1\n+    b = 3",
+    }
+    monkeypatch.setattr(mutation, "mutant_diffs", lambda workdir, names: diffs)
+    same = mutation.Mutant("ckptstore.paths.x_parse__mutmut_1", "survived", tmp_path)
+    changed = mutation.Mutant("ckptstore.paths.x_parse__mutmut_2", "survived", tmp_path)
+    sibling = mutation.Mutant("ckptstore.paths.x_parse__mutmut_3", "survived", tmp_path)
+    stale = mutation.classify([same, changed, sibling])
+    assert (same.outside, same.equivalent) == ("a reference limit", "")
+    assert changed.excuse == ""
+    assert sibling.excuse == ""  # one mutant's entry excuses no other mutant of its function
+    assert stale == ["ckptstore.paths.x_parse__mutmut_2: its diff changed; review the entry"]
+
+
 @pytest.mark.parametrize(
     ("impl", "backend", "name"),
     [
