@@ -414,6 +414,16 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "stores commit a file whole (Flink S5, S6, S8, S9: the buffer is written to the file "
      "whenever it is full).",
      ("S5", "S6", "S8", "S9")),
+    ("STR-14", "MUST", (), "large state round-trips in parts",
+     "15 MiB of state, written as twelve 1 MiB writes and one 3 MiB write, reads back "
+     "identically through the handle in either scope, with state_size 15 MiB or -1; a second "
+     "stream of as "
+     "much state closed without taking a handle leaves no file. On S3 backends the storage "
+     "gets s3fs's default_block_size of 5 MiB in its storage_options, so that a storage on "
+     "s3fs uploads the state in several parts (a multipart upload) instead of one request; "
+     "where the target claims memory-limit, max_state_size is 32 MiB (Flink S5, S6: a "
+     "stream writes its buffer out whenever it is full, whatever the state's size).",
+     ("S5", "S6", "S13")),
     # ------------------------------------------------------------------ INL
     ("INL-1", "MUST", ("inline-state",), "small state stays inline",
      "State of at most `threshold` bytes, written in writes each smaller than the threshold, is "

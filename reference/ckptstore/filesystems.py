@@ -142,7 +142,6 @@ __all__ = [
     "publish_exclusive",
     "register_filesystem",
     "register_path",
-    "registered_filesystem_token",
     "remove_empty_directory",
     "require_available_schemes",
     "retry_budget",
@@ -506,11 +505,6 @@ def register_filesystem(
 def register_path(path: StoragePath, storage_options: Mapping[str, Any] | None = None) -> str:
     """``register_filesystem`` for the scheme and bucket of ``path``."""
     return register_filesystem(path.scheme, storage_options, authorities=(authority_of(path),))
-
-
-def registered_filesystem_token(scheme: str) -> str:
-    """The token of ``scheme`` with default options (registered on the way)."""
-    return register_filesystem(scheme, None)
 
 
 def _lookup(scheme: str, token: str | None, authority: str | None) -> _Registration | None:

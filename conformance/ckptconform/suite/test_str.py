@@ -428,3 +428,37 @@ def test_input_streams_read_into_buffers(sandbox, target):
             piece = source.read1(16)
             assert 0 < len(piece) <= 16, msg + f"\nread1(16) returned {len(piece)} bytes"
             assert piece == blob[5 + count : 5 + count + len(piece)], msg + "\nread1()'s bytes"
+
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.clause("STR-14")
+def test_large_state_round_trips_in_parts(sandbox, target):
+    """STR-14: 15 MiB of state, written as twelve 1 MiB writes and one 3 MiB write, reads
+    back identically in either scope; a second stream closed without taking a handle leaves
+    no file."""
+    options = file_options(target)
+    if "memory-limit" in target.capabilities:
+        options["max_state_size"] = 32 * MIB
+    if sandbox.backend.scheme == "s3":  # several parts, not one PutObject
+        block = {"default_block_size": 5 * MIB}
+        options["storage_options"] = {**sandbox.backend.storage_options, **block}
+    drv = JobDriver(sandbox, **options)
+    factory = _factory(drv)
+    sizes = [MIB] * 6 + [3 * MIB] + [MIB] * 6
+    for scope in (EXCLUSIVE, SHARED):
+        blob = payload(sum(sizes), seed=14)
+        handle = drv.write(factory, blob, scope, sizes)
+        msg = fail_message("STR-14", f"{scope} state of 15 MiB", sandbox, sizes=sizes)
+        assert handle is not None, msg
+        assert read_handle(handle) == blob, msg
+        assert handle.state_size in (len(blob), -1), msg + f"\nstate_size {handle.state_size}"
+    before = files_below(sandbox, sandbox.root)
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    write_chunks(stream, payload(sum(sizes), seed=15), sizes)
+    stream.close()
+    left = sorted(set(files_below(sandbox, sandbox.root)) - set(before))
+    assert not left, fail_message(
+        "STR-14", "close() without a handle after 15 MiB", sandbox, new_files=left
+    )
