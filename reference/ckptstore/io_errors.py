@@ -359,21 +359,19 @@ class _GuardedReader(io.BufferedIOBase):
             self._fail(exc)
 
     def read1(self, size: int = -1, /) -> bytes:
+        """At most ``size`` bytes: a plain read, which every file system's reader has (a
+        short read is what read1 allows, not what it demands)."""
         try:
-            read1 = getattr(self._inner, "read1", None)
-            return bytes(read1(size) if callable(read1) else self._inner.read(size))
+            return self._inner.read(size)
         except Exception as exc:
             self._fail(exc)
 
     def readinto(self, buffer: Any, /) -> int:
+        """The reader's own readinto (fsspec's buffered files, Python's local and in-memory
+        files all have one)."""
+        inner: Any = self._inner  # typing.BinaryIO leaves readinto out
         try:
-            readinto = getattr(self._inner, "readinto", None)
-            if callable(readinto):
-                return int(readinto(buffer))
-            view = memoryview(buffer).cast("B")
-            data = self._inner.read(len(view))
-            view[: len(data)] = data
-            return len(data)
+            return int(inner.readinto(buffer))
         except Exception as exc:
             self._fail(exc)
 
