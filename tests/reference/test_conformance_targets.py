@@ -37,6 +37,7 @@ DOCUMENTED_CAPABILITIES = {
     "memory-limit",
     "retry-budget",
     "redacts-secrets",
+    "in-memory-checkpoints",
 }
 #: Capabilities the reference claims before the suite's catalog names them (none now).
 AHEAD_OF_THE_SUITE: set[str] = set()
@@ -62,16 +63,21 @@ def test_target_shape(target: ReferenceTarget) -> None:
 
 
 def test_target_names_and_capabilities() -> None:
-    """Plug-in contract: the FS target claims all but memory-limit; the JM target four
-    (not retry-budget: it writes no state files, which the suite's retry-budget check needs)."""
+    """Plug-in contract: the FS target claims all but memory-limit and in-memory-checkpoints
+    (it needs a checkpoint directory); the JM target five (not retry-budget: it writes no
+    state files, which the suite's retry-budget check needs)."""
     assert conformance_target.name == "ckptstore"
-    assert set(conformance_target.capabilities) == DOCUMENTED_CAPABILITIES - {"memory-limit"}
+    assert set(conformance_target.capabilities) == DOCUMENTED_CAPABILITIES - {
+        "memory-limit",
+        "in-memory-checkpoints",
+    }
     assert jobmanager_target.name == "ckptstore-jobmanager"
     assert set(jobmanager_target.capabilities) == {
         "savepoints",
         "relocatable-savepoints",
         "memory-limit",
         "redacts-secrets",
+        "in-memory-checkpoints",
     }
 
 
