@@ -52,6 +52,7 @@ import sys
 import time
 import tomllib
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,8 @@ EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
 RESULTS = ROOT / "docs" / "mutation" / "results"
 KILLED = ("killed", "timeout")
 EXCUSED = ("equivalent", "outside contract", "message text")
+#: mutmut's exit code for a mutant that no selected test reaches ("no tests")
+NO_TESTS_EXIT = 33
 UNREACHED = "no tests"
 
 
@@ -266,6 +269,31 @@ def keep_results(workdir: Path) -> None:
         target = kept / meta.name
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.write_text(text, encoding="utf-8")
+
+
+def verdicts(workdir: Path) -> dict[str, int | None]:
+    """mutmut's exit code per mutant in ``workdir`` (None: not run)."""
+    found: dict[str, int | None] = {}
+    for meta in _meta_dir(workdir).glob("*.py.meta"):
+        found.update(_read_meta(meta).get("exit_code_by_key", {}))
+    return found
+
+
+def keep_verdicts_of_unreached(workdir: Path, before: Mapping[str, int | None]) -> None:
+    """After a rerun with ``--clauses``: a mutant that none of those clauses' tests reaches
+    comes back as 'no tests'; give it back the verdict the whole suite gave it before
+    ('survived' stays 'survived' rather than turning into 'no tests')."""
+    for meta in _meta_dir(workdir).glob("*.py.meta"):
+        data = _read_meta(meta)
+        codes = data.get("exit_code_by_key", {})
+        restored = {
+            name: before[name]
+            for name, code in codes.items()
+            if code == NO_TESTS_EXIT and before.get(name) not in (None, NO_TESTS_EXIT)
+        }
+        if restored:
+            codes.update(restored)
+            meta.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
 def _read_meta(meta: Path) -> dict[str, Any]:
@@ -641,7 +669,10 @@ def main(argv: list[str] | None = None) -> int:
         names = [m.name for m in chosen]
         print(f"{len(names)} mutants to run", flush=True)
         if names:
+            before = verdicts(workdir)
             mutmut(workdir, "run", "--max-children", str(args.max_children), *names)
+            if _CLAUSES:
+                keep_verdicts_of_unreached(workdir, before)
     elif not args.report_only:
         prepare(workdir, args.modules, args.backend, args.impl)
         mutmut(workdir, "run", "--max-children", str(args.max_children))

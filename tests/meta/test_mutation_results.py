@@ -84,6 +84,26 @@ def test_a_workdir_keeps_its_own_newer_verdicts(tmp_path, kept):
     assert json.loads(own.read_text())["exit_code_by_key"] == {}
 
 
+def test_a_rerun_with_clauses_leaves_unreached_mutants_their_verdicts(tmp_path):
+    """A survivor that none of the chosen clauses reaches stays 'survived', not 'no tests'."""
+    workdir = _workdir(tmp_path)
+    meta = workdir / "mutants" / "src" / "ckptstore" / "paths.py.meta"
+    meta.write_text(json.dumps(META))
+    before = mutation.verdicts(workdir)
+    after = {**META, "exit_code_by_key": {
+        "ckptstore.paths.x_parse__mutmut_1": 1,
+        "ckptstore.paths.x_parse__mutmut_2": 33,
+        "ckptstore.paths.x_parse__mutmut_3": 33,  # new: no verdict to give back
+    }}  # fmt: skip
+    meta.write_text(json.dumps(after))
+    mutation.keep_verdicts_of_unreached(workdir, before)
+    assert mutation.verdicts(workdir) == {
+        "ckptstore.paths.x_parse__mutmut_1": 1,
+        "ckptstore.paths.x_parse__mutmut_2": 0,
+        "ckptstore.paths.x_parse__mutmut_3": 33,
+    }
+
+
 def test_a_module_entry_excuses_every_survivor_of_the_module(tmp_path, monkeypatch):
     toml = tmp_path / "excuses.toml"
     toml.write_text('[[outside_contract]]\nmodule = "ckptstore.config"\nwhy = "no target"\n')
