@@ -321,6 +321,20 @@ create_mutants(2)
 """
 
 
+def plainly_copied(workdir: Path) -> list[str]:
+    """Modules whose verdicts the workdir keeps but whose mutated file a later run with
+    fewer ``--modules`` replaced by a plain copy: ``mutmut results`` and the diffs then miss
+    them (a JobManager run on ``jobmanager_*.py`` hid its verdicts of ``memory_streams``)."""
+    hidden = []
+    for meta in sorted(_meta_dir(workdir).glob("*.py.meta")):
+        module = meta.with_suffix("")
+        if not _read_meta(meta).get("exit_code_by_key"):
+            continue
+        if not module.exists() or "__mutmut_orig" not in module.read_text(encoding="utf-8"):
+            hidden.append(module.name)
+    return hidden
+
+
 def generate(workdir: Path) -> None:
     """Write the mutants of a prepared workdir without running any (what ``mutmut run`` does
     first), so that a report can show kept verdicts and their diffs in a fresh clone."""
@@ -673,6 +687,9 @@ def main(argv: list[str] | None = None) -> int:
             mutmut(workdir, "run", "--max-children", str(args.max_children), *names)
             if _CLAUSES:
                 keep_verdicts_of_unreached(workdir, before)
+                # a map collected under --clauses knows only those clauses' tests: a later
+                # run of the whole suite would take every other function for unreached
+                (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     elif not args.report_only:
         prepare(workdir, args.modules, args.backend, args.impl)
         mutmut(workdir, "run", "--max-children", str(args.max_children))
@@ -683,7 +700,8 @@ def main(argv: list[str] | None = None) -> int:
         workdirs = [ROOT / ".mutation" / name for name in sorted(names)]
         legs = " | ".join(p.name for p in workdirs)
     for each in workdirs:
-        if not (_meta_dir(each) / "__init__.py").exists():  # only kept verdicts: a fresh clone
+        fresh_clone = not (_meta_dir(each) / "__init__.py").exists()  # only kept verdicts
+        if fresh_clone or plainly_copied(each):
             impl, backend = workdir_run(each.name)
             prepare(each, ["*.py"], backend, impl)
             generate(each)

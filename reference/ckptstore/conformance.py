@@ -98,11 +98,7 @@ def _make_file_system_storage(
 ) -> CheckpointStorage:
     from ckptstore.filesystem_storage import FileSystemCheckpointStorage
 
-    threshold = kwargs.pop("file_state_size_threshold", None)
-    buffer_size = kwargs.pop("write_buffer_size", -1)
-    return FileSystemCheckpointStorage(
-        checkpoint_dir, threshold, buffer_size, savepoint_path=savepoint_dir, **kwargs
-    )
+    return FileSystemCheckpointStorage(checkpoint_dir, savepoint_path=savepoint_dir, **kwargs)
 
 
 def _make_jobmanager_storage(
@@ -110,10 +106,7 @@ def _make_jobmanager_storage(
 ) -> CheckpointStorage:
     from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
 
-    max_state_size = kwargs.pop("max_state_size", None)
-    return JobManagerCheckpointStorage(
-        checkpoint_dir, max_state_size, savepoint_path=savepoint_dir, **kwargs
-    )
+    return JobManagerCheckpointStorage(checkpoint_dir, savepoint_path=savepoint_dir, **kwargs)
 
 
 @dataclass(frozen=True)

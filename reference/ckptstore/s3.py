@@ -44,7 +44,8 @@ exclusive create then finds its own object. :func:`publish_metadata` (``_metadat
 name that another coordinator could also write) compares the stored bytes with its own (one
 GetObject, only on that failure path) and succeeds when they are equal; a state stream (a
 random UUID name only its writer uses) takes an object of the expected size as its own (one
-HeadObject, :func:`has_object_of_size`).
+HeadObject, :func:`ckptstore.filesystems.existing_size` from the stream's
+``_committed_despite``).
 
 Conditional writes
 ------------------
@@ -124,7 +125,6 @@ __all__ = [
     "conditional_write_mode",
     "delete_below",
     "error_code",
-    "has_object_of_size",
     "head_object",
     "instantiate",
     "list_open_uploads",
@@ -428,19 +428,6 @@ def head_object(fs: Any, path: StoragePath) -> dict[str, Any] | None:
         raise
 
 
-def has_object_of_size(fs: Any, path: StoragePath, size: int) -> bool:
-    """True when ``path`` exists with ``size`` bytes (one HeadObject; False on any failure).
-
-    For objects whose random name only their writer uses: an existing one of the expected
-    size is the writer's own, committed by an attempt whose answer was lost.
-    """
-    try:
-        info = head_object(fs, path)
-    except Exception:
-        return False
-    return info is not None and int(info.get("ContentLength", -1)) == size
-
-
 # --------------------------------------------------------------------------- uploads
 
 #: S3's smallest part (all parts of a multipart upload but the last).
@@ -482,12 +469,6 @@ class ExclusiveUpload:
     def upload_id(self) -> str | None:
         """The multipart upload's id once one was started."""
         return self._upload_id
-
-    def writable(self) -> bool:
-        return not self.closed
-
-    def tell(self) -> int:
-        return self._sent + self._in_flight_size + self._buffered
 
     def fileno(self) -> int:
         raise io.UnsupportedOperation("an S3 upload has no file descriptor")

@@ -26,8 +26,6 @@ from typing import Any
 from ckptstore.api import StreamStateHandle
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
-    CheckpointFileExistsError,
-    CheckpointIOError,
     DuplicationNotSupportedError,
     InvalidHandleError,
 )
@@ -35,9 +33,6 @@ from ckptstore.filesystems import copy_exclusive, delete_file, filesystem_for, t
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.validation import require_handle, require_handles
-
-#: How many fresh names a copy tries before giving up (as S11's file creation).
-MAX_DUPLICATE_ATTEMPTS = 10
 
 __all__ = ["FsCheckpointStateToolset", "NotDuplicatingCheckpointStateToolset"]
 
@@ -134,19 +129,11 @@ class FsCheckpointStateToolset:
         return results
 
     def _copy(self, fs: Any, source: StoragePath, size: int) -> StoragePath:
-        last: CheckpointFileExistsError | None = None
-        for _ in range(MAX_DUPLICATE_ATTEMPTS):
-            target = self._destination()
-            try:
-                copy_exclusive(fs, source, target, size)
-            except CheckpointFileExistsError as exc:
-                last = exc
-                continue
-            return target
-        raise CheckpointIOError(
-            f"Could not duplicate {source.url} into {self._base_dir.url}: "
-            f"{MAX_DUPLICATE_ATTEMPTS} fresh names existed already"
-        ) from last
+        """One exclusive copy to a fresh uuid4 name: a name that exists already (a collision
+        of random UUIDs) fails with ``CheckpointFileExistsError`` rather than overwriting."""
+        target = self._destination()
+        copy_exclusive(fs, source, target, size)
+        return target
 
     def __repr__(self) -> str:
         return f"FsCheckpointStateToolset({self._base_dir.shown!r})"

@@ -153,3 +153,51 @@ def test_a_mutant_entry_excuses_that_mutant_while_its_diff_is_the_same(tmp_path,
 def test_a_workdir_name_gives_back_its_run(impl, backend, name):
     assert mutation.workdir_name(impl, backend) == name
     assert mutation.workdir_run(name) == (impl, backend)
+
+
+def test_a_module_copied_plainly_over_its_mutants_is_found(tmp_path):
+    """A run with fewer --modules copies the others plainly: their kept verdicts are hidden
+    from mutmut's results until the workdir is generated again for every module."""
+    workdir = _workdir(tmp_path)
+    package = workdir / "mutants" / "src" / "ckptstore"
+    (package / "paths.py.meta").write_text(json.dumps(META))
+    (package / "paths.py").write_text("def parse(text):\n    return text\n")
+    (package / "names.py.meta").write_text(json.dumps({**META, "exit_code_by_key": {}}))
+    (package / "names.py").write_text("x = 1\n")
+    (package / "api.py.meta").write_text(json.dumps(META))
+    (package / "api.py").write_text("def x_parse__mutmut_orig(text):\n    return text\n")
+    assert mutation.plainly_copied(workdir) == ["paths.py"]
+
+
+def _defined(function: str) -> bool:
+    """Whether mutmut's name of a function (``ckptstore.m.x_f``, ``ckptstore.m.xǁCǁf``)
+    names a def of the reference."""
+    module, _, name = function.rpartition(".")
+    source = _SCRIPTS.parent / "reference" / Path(*module.split("."))
+    source = source / "__init__.py" if source.is_dir() else source.with_suffix(".py")
+    text = source.read_text(encoding="utf-8")
+    if name.startswith("xǁ"):
+        cls, method = name[2:].split("ǁ")
+        return f"class {cls}" in text and f"def {method}(" in text
+    return f"def {name[2:]}(" in text
+
+
+def test_every_excuse_names_code_of_the_reference():
+    """An entry for a function or mutant that no longer exists (renamed, removed as dead
+    code) would silently excuse nothing: every entry names a def and says why."""
+    import tomllib
+
+    data = tomllib.loads(mutation.EQUIVALENTS.read_text(encoding="utf-8"))
+    missing = []
+    for kind in ("equivalent", "outside_contract"):
+        for entry in data.get(kind, []):
+            assert entry.get("why"), entry
+            if "module" in entry:
+                path = Path(*entry["module"].split(".")).with_suffix(".py")
+                if not (_SCRIPTS.parent / "reference" / path).exists():
+                    missing.append(entry["module"])
+                continue
+            function = entry.get("function") or entry["mutant"].rpartition("__mutmut_")[0]
+            if not _defined(function):
+                missing.append(function)
+    assert not missing, missing

@@ -184,6 +184,20 @@ def test_entropy_makes_exclusive_state_absolute(memroot: FsRoot) -> None:
     assert re.fullmatch(pattern, parse_storage_path(handle.file_path).parent.url)
 
 
+def test_entropy_length_defaults_to_four(memroot: FsRoot) -> None:
+    """E2: without entropy_length, the key is replaced by 4 characters (s3.entropy.length)."""
+    storage = FileSystemCheckpointStorage(memroot.sub(KEY, "c"), 0, entropy_key=KEY)
+    location = storage.create_checkpoint_storage(
+        JobID.generate()
+    ).initialize_location_for_checkpoint(1)
+    stream = location.create_checkpoint_state_output_stream(SHARED)
+    stream.write(b"x")
+    handle = stream.close_and_get_handle()
+    assert type(handle) is FileStateHandle
+    pattern = memroot.sub(KEY, "c").replace(KEY, "[0-9A-Za-z]{4}")
+    assert re.match(pattern, handle.file_path), handle.file_path
+
+
 def test_key_not_in_path_keeps_relative_handles(memroot: FsRoot) -> None:
     """T-FSF5 / E6 (FLINK-31984): a key that is not in the path disables entropy."""
     storage = FileSystemCheckpointStorage(memroot.sub("plain"), 0, entropy_key=KEY)

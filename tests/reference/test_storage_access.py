@@ -188,6 +188,8 @@ def test_layout_and_protocols(fsroot: FsRoot) -> None:
     location = access.initialize_location_for_checkpoint(17)
     assert isinstance(location, CheckpointStorageLocation)
     assert location.checkpoint_directory == f"{base}/{job}/chk-17"
+    assert location.shared_state_directory == f"{base}/{job}/shared"
+    assert location.task_owned_state_directory == f"{base}/{job}/taskowned"
     assert location.location_reference.is_default
     assert access.supports_highly_available_storage()
     assert not access.has_default_savepoint_location()

@@ -8,6 +8,7 @@ an instance of the built-in the contract names (TypeError for None, ValueError o
 from __future__ import annotations
 
 import datetime
+import pathlib
 import pickle
 from typing import Any
 
@@ -44,6 +45,7 @@ from ckptstore.validation import (
     require_handle,
     require_handles,
     require_int,
+    require_job_id,
     require_scheme_names,
     require_storage_options,
     require_url_text,
@@ -364,6 +366,19 @@ def test_require_url_text() -> None:
     ):
         with pytest.raises(error):
             require_url_text(bad, "p")
+
+
+def test_require_url_text_takes_path_likes_up_to_the_limit() -> None:
+    """The reference's conveniences beyond the contract's strings: os.PathLike paths, and
+    text of exactly MAX_URL_LENGTH characters (the limit itself is accepted)."""
+    longest = "/" + "a" * (MAX_URL_LENGTH - 1)
+    assert require_url_text(pathlib.PurePosixPath("/x/y"), "p") == "/x/y"
+    assert require_url_text(longest, "p") == longest
+
+
+def test_require_job_id_takes_its_hex_text() -> None:
+    assert require_job_id("0123456789abcdef0123456789abcdef") == JOB
+    assert require_job_id(JOB) is JOB
 
 
 def test_require_bytes_and_handles() -> None:
