@@ -1129,6 +1129,15 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "uploads still open below it (a writer that crashed mid-upload): none is left, as none "
      "of their parts would ever be deleted otherwise (decision).",
      ("decision", "MD7")),
+    ("REQ-8", "MUST", ("inline-state",), "a delete reports what happened",
+     "On an object store with a request ledger, while every DeleteObject of a state file is "
+     "answered 500 InternalError (retry_attempts 1 and retry_seconds 5 where retry-budget is "
+     "claimed), discard_state() of its handle raises an OSError within 30 seconds and the "
+     "state still reads its bytes; while every DeleteObject of it is carried out and its "
+     "answer lost (the connection drops after the delete), discard_state() returns within 30 "
+     "seconds and the file is gone (Flink H2, FLINK-26450: a failed delete asks whether the "
+     "file is gone, IOException if it is still there).",
+     ("H2", "decision")),
 ]
 # fmt: on
 

@@ -15,13 +15,26 @@ from typing import Any
 
 import pytest
 
-from ckptconform.suite._driver import EXCLUSIVE, fail_message, files_below, join, require, tagged
+from ckptconform.suite._driver import (
+    EXCLUSIVE,
+    JobDriver,
+    fail_message,
+    file_options,
+    file_path,
+    files_below,
+    join,
+    parent,
+    read_handle,
+    require,
+    tagged,
+)
 from ckptconform.workload import (
     CheckpointRun,
     Coordinator,
     StateRecord,
     ThreadRunner,
     metadata_states,
+    payload,
     read_plans,
     read_subtask,
 )
@@ -290,3 +303,61 @@ def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
     assert not left, fail_message("REQ-7", "dispose_on_failure", sandbox) + (
         f"\nmultipart uploads still open below {prefix}: {left}"
     )
+
+
+@pytest.mark.clause("REQ-8")
+@pytest.mark.parametrize("fault", ["refused", "answer lost"])
+def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
+    """REQ-8: a refused DeleteObject makes discard_state() raise an OSError and leaves the state
+    readable; a DeleteObject carried out whose answers are lost still counts as done."""
+    budget = (
+        {"retry_attempts": 1, "retry_seconds": 5} if "retry-budget" in target.capabilities else {}
+    )
+    drv = JobDriver(sandbox, **file_options(target), **budget)
+    blob = payload(3000, 8)
+    with tagged("REQ-8", "write a state file", sandbox):
+        drv.init_base()
+        handle = drv.write(drv.location(1), blob)
+    path = file_path(handle)
+    require(
+        path is not None,
+        "REQ-8",
+        fail_message("REQ-8", "write a state file", sandbox)
+        + "\nthe state came back inline although inline_threshold 0 puts state into files",
+    )
+    name = path.rsplit("/", 1)[-1]
+    if fault == "refused":
+        fault_ = ledger.inject(
+            "DeleteObject", status=500, code="InternalError", times=None, key_contains=name
+        )
+    else:
+        fault_ = ledger.inject(
+            "DeleteObject", drop_connection=True, after_commit=True, times=None, key_contains=name
+        )
+    started = time.monotonic()
+    with ledger.record() as rec:
+        try:
+            handle.discard_state()
+            outcome = "returned"
+        except OSError as exc:
+            outcome = f"OSError {exc}"
+        except Exception as exc:  # the clause wants an OSError; anything else fails it
+            outcome = f"{type(exc).__name__}: {exc}"
+    seconds = time.monotonic() - started
+    ledger.clear_faults()
+    msg = fail_message(
+        "REQ-8", f"discard_state() while every DeleteObject is {fault}", sandbox, file=path
+    ) + (
+        f"\noutcome after {seconds:.1f} s: {outcome}; the fault hit {fault_.hits} requests"
+        f"\n{rec.summary()}"
+    )
+    assert fault_.hits >= 1, msg + "\n(no DeleteObject of the file reached the server)"
+    assert seconds <= 30, msg
+    left = files_below(sandbox, parent(path))
+    if fault == "refused":
+        assert outcome.startswith("OSError"), msg
+        with tagged("REQ-8", "read the state after the refused delete", sandbox, file=path):
+            assert read_handle(handle) == blob, "the state no longer reads its bytes"
+    else:
+        assert outcome == "returned", msg
+        assert name not in {f.rsplit("/", 1)[-1] for f in left}, msg + "\nthe file is still there"
