@@ -415,6 +415,29 @@ def mutmut(workdir: Path, *args: str, capture: bool = False) -> str:
 _RESULT_LINE = re.compile(r"^\s*(?P<name>ckptstore\.\S+): (?P<status>.+?)\s*$")
 
 
+_ESTIMATE_LINE = re.compile(r"^(?:(?P<ms>\d+)ms|<no tests>) (?P<name>ckptstore\.\S+)$")
+
+
+def cheap_enough(workdir: Path, names: list[str], max_seconds: float) -> list[str]:
+    """The mutants among ``names`` whose tests (those that reach the mutated function, as
+    mutmut runs them) took at most ``max_seconds`` on the unmutated code.
+
+    A survivor costs all of its tests; on an object-store leg a function every test reaches
+    costs the whole suite. Estimates come from mutmut's map of tests and their durations,
+    collected first when the workdir has none.
+    """
+    if not names:
+        return []
+    generate(workdir)
+    out = mutmut(workdir, "print-time-estimates", *names, capture=True)
+    limit = max_seconds * 1000
+    chosen = set()
+    for match in map(_ESTIMATE_LINE.match, out.splitlines()):
+        if match and (match["ms"] is None or int(match["ms"]) <= limit):
+            chosen.add(match["name"])
+    return [name for name in names if name in chosen]
+
+
 def read_results(workdir: Path) -> list[Mutant]:
     out = mutmut(workdir, "results", "--all", "true", capture=True)
     return [
@@ -651,6 +674,14 @@ def main(argv: list[str] | None = None) -> int:
         "clause added or changed since, so a rerun after new clauses need not run the rest",
     )
     parser.add_argument(
+        "--max-seconds",
+        type=float,
+        metavar="S",
+        help="with --rerun-survivors or --survivors-of: only the mutants whose tests (those that "
+        "reach the mutated function) take at most S seconds, by mutmut's estimate: the "
+        "survivors a slow leg can afford to run against every test that reaches them",
+    )
+    parser.add_argument(
         "--merge",
         action="store_true",
         help="report over every leg configuration run so far (.mutation/*): a mutant killed "
@@ -659,6 +690,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     legs = workdir_name(args.impl, args.backend)
     workdir = (args.workdir or ROOT / ".mutation" / legs).resolve()
+    if args.max_seconds is not None and not (args.rerun_survivors or args.survivors_of):
+        parser.error("--max-seconds is for reruns (--rerun-survivors or --survivors-of)")
     if args.clauses and not (args.rerun_survivors or args.survivors_of):
         parser.error("--clauses is for reruns (--rerun-survivors or --survivors-of)")
     if args.rerun_survivors or args.survivors_of:
@@ -681,6 +714,8 @@ def main(argv: list[str] | None = None) -> int:
             pattern = re.compile(args.diff_matches)
             chosen = [m for m in chosen if pattern.search(f"{m.name}\n{m.diff}")]
         names = [m.name for m in chosen]
+        if args.max_seconds is not None:
+            names = cheap_enough(workdir, names, args.max_seconds)
         print(f"{len(names)} mutants to run", flush=True)
         if names:
             before = verdicts(workdir)

@@ -201,3 +201,21 @@ def test_every_excuse_names_code_of_the_reference():
             if not _defined(function):
                 missing.append(function)
     assert not missing, missing
+
+
+def test_only_mutants_with_cheap_tests_are_chosen(tmp_path, monkeypatch):
+    """--max-seconds keeps the mutants whose tests mutmut estimates at most that long (and
+    those no test reaches: they cost nothing), in the order given."""
+    estimates = (
+        "<no tests> ckptstore.s3.x_a__mutmut_1\n"
+        "900ms ckptstore.s3.x_b__mutmut_2\n"
+        "2000ms ckptstore.s3.x_c__mutmut_3\n"
+        "61000ms ckptstore.s3.x_d__mutmut_4\n"
+    )
+    monkeypatch.setattr(mutation, "generate", lambda workdir: None)
+    monkeypatch.setattr(mutation, "mutmut", lambda workdir, *args, capture=False: estimates)
+    names = ["ckptstore.s3.x_d__mutmut_4", "ckptstore.s3.x_c__mutmut_3",
+             "ckptstore.s3.x_b__mutmut_2", "ckptstore.s3.x_a__mutmut_1"]  # fmt: skip
+    assert mutation.cheap_enough(tmp_path, names, 2.0) == names[1:]
+    assert mutation.cheap_enough(tmp_path, names, 1.0) == names[2:]
+    assert mutation.cheap_enough(tmp_path, [], 1.0) == []
