@@ -335,6 +335,16 @@ def plainly_copied(workdir: Path) -> list[str]:
     return hidden
 
 
+def complete(workdir: Path) -> None:
+    """Make every kept verdict of ``workdir`` readable: mutants written for every module (a
+    fresh clone has only the kept verdicts; a run with fewer ``--modules`` left plain copies)."""
+    fresh_clone = not (_meta_dir(workdir) / "__init__.py").exists()
+    if fresh_clone or plainly_copied(workdir):
+        impl, backend = workdir_run(workdir.name)
+        prepare(workdir, ["*.py"], backend, impl)
+        generate(workdir)
+
+
 def generate(workdir: Path) -> None:
     """Write the mutants of a prepared workdir without running any (what ``mutmut run`` does
     first), so that a report can show kept verdicts and their diffs in a fresh clone."""
@@ -698,6 +708,9 @@ def main(argv: list[str] | None = None) -> int:
         prepare(workdir, args.modules, args.backend, args.impl)
         _CLAUSES[:] = [] if not args.clauses else args.clauses.split(",")
         sources = [p.resolve() for p in args.survivors_of or [workdir]]
+        for source in sources:
+            if source != workdir:
+                complete(source)
         modules = {f"ckptstore.{Path(m).stem}" for m in args.modules if "*" not in m}
         chosen = [
             m
@@ -735,11 +748,7 @@ def main(argv: list[str] | None = None) -> int:
         workdirs = [ROOT / ".mutation" / name for name in sorted(names)]
         legs = " | ".join(p.name for p in workdirs)
     for each in workdirs:
-        fresh_clone = not (_meta_dir(each) / "__init__.py").exists()  # only kept verdicts
-        if fresh_clone or plainly_copied(each):
-            impl, backend = workdir_run(each.name)
-            prepare(each, ["*.py"], backend, impl)
-            generate(each)
+        complete(each)
         keep_results(each)
     mutants = merge([read_results(w) for w in workdirs])
     if not mutants:
