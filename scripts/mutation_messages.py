@@ -16,8 +16,10 @@ another call that is no message argument is attributed to its own callee.
 Three more changes count as message-only, each decided on the original function's code:
 
 * the assignment of a *message local*: a local variable whose every use is in an argument to
-  a message parameter, or in the assignment of another message local (``accepted = "a
-  string"`` used only in ``_wrong_type(setting, value, accepted)``);
+  a message parameter, in the arguments of an exception class a ``raise`` calls, or in the
+  assignment of another message local (``accepted = "a string"`` used only in
+  ``_wrong_type(setting, value, accepted)``, ``shown = redact_text(url)`` used only in
+  ``raise InvalidPathError(f"... {shown}")``);
 * the condition of an ``if`` whose branches do nothing but assign message locals (which of
   two wordings is chosen);
 * the default value of a message parameter in the function's own signature
@@ -208,6 +210,19 @@ def _message_arguments(call: ast.Call, parameters: Iterable[MessageParameter]) -
     return found
 
 
+def _raised_arguments(node: ast.AST) -> list[ast.expr]:
+    """The arguments of an exception class called in ``raise`` (``raise XError(f"...")``):
+    mutmut never mutates a raise statement, and the contract fixes the raised type, so what
+    goes into the constructor is the error's words. The cause (``from exc``) is not one, nor
+    are the arguments of a function that builds the error (``raise with_context(exc, ...)``).
+    """
+    if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call):
+        return []
+    if not _callee(node.exc).endswith(("Error", "Exception")):
+        return []
+    return [*node.exc.args, *(k.value for k in node.exc.keywords)]
+
+
 def message_locals(function: ast.AST, parameters: Iterable[MessageParameter]) -> frozenset[str]:
     """The locals of ``function`` that feed only messages: every load of one lies in an
     argument to a message parameter, or in the value assigned to another such local."""
@@ -230,6 +245,8 @@ def message_locals(function: ast.AST, parameters: Iterable[MessageParameter]) ->
         if isinstance(node, ast.Call):
             for argument in _message_arguments(node, parameters):
                 in_messages.update(id(n) for n in ast.walk(argument) if isinstance(n, ast.Name))
+        for argument in _raised_arguments(node):
+            in_messages.update(id(n) for n in ast.walk(argument) if isinstance(n, ast.Name))
     loads = [
         n for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     ]

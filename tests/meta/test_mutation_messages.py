@@ -183,3 +183,37 @@ def test_a_change_inside_a_message_argument_is_a_message_change(
         "ckptstore.validation.x_fail__mutmut_1", path, NESTED_PARAMETERS
     )
     assert bool(reason) is excused, change
+
+
+RAISING = """
+    def x_resolve__mutmut_orig(pointer, fs):
+        shown = redact(pointer) if isinstance(pointer, str) else ""
+        failure = None
+        try:
+            fs.info(pointer)
+        except OSError as exc:
+            failure = exc
+        if failure is not None:
+            raise with_context(failure, "looking up") from failure
+        raise NotFoundError(f"no checkpoint at '{shown}'")
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "excused"),
+    [
+        ('shown = redact(pointer) if isinstance(pointer, str) else "" => shown = None', True),
+        ('else "" => else "XXXX"', True),
+        ("failure = exc => failure = None", False),
+    ],
+)
+def test_a_local_that_feeds_only_a_raised_errors_words_is_a_message(
+    tmp_path: Path, change: str, excused: bool
+) -> None:
+    """A local used only in the arguments of the exception class a raise calls is the error's
+    wording; one passed to a function that builds the error (or as its cause) is not."""
+    mutated = RAISING.replace("mutmut_orig", "mutmut_1").replace(*change.split(" => "))
+    path = tmp_path / "pointers.py"
+    path.write_text(textwrap.dedent(RAISING + mutated), encoding="utf-8")
+    reason = messages.message_reason("ckptstore.pointers.x_resolve__mutmut_1", path, [])
+    assert bool(reason) is excused, change
