@@ -29,6 +29,7 @@ what all streams of a factory's scope share (validated sizes, parsed directory, 
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from dataclasses import dataclass
 from typing import IO, Any
@@ -468,7 +469,9 @@ class FsCheckpointStateOutputStream:
 
     def __del__(self) -> None:
         # A stream dropped without close: free the writer (no upload), keep the contract quiet.
-        if self._writer is not None and not self._closed:
+        # Not while the interpreter shuts down: the file system's event loop may be gone, and
+        # the I/O of a discard (aborting an S3 multipart upload) would wait for it forever.
+        if self._writer is not None and not self._closed and not sys.is_finalizing():
             with contextlib.suppress(Exception):
                 self.close()
 

@@ -172,3 +172,36 @@ def test_the_storage_sizes_its_uploads_by_the_buffer_or_default_block_size(s3: S
         assert rec.operations() == expected, rec.summary()
         assert isinstance(handle, FileStateHandle)
         assert s3.read(handle.file_path) == data
+
+
+_DROPPED_STREAM = """
+import json, sys
+from ckptstore import FileSystemCheckpointStorage
+from ckptstore.api import CheckpointedStateScope, JobID
+options = {**json.loads(sys.argv[2]), "default_block_size": 5 * 2**20}
+storage = FileSystemCheckpointStorage(sys.argv[1], 0, storage_options=options)
+location = storage.create_checkpoint_storage(JobID.generate()).initialize_location_for_checkpoint(1)
+stream = location.create_checkpoint_state_output_stream(CheckpointedStateScope.EXCLUSIVE)
+for _ in range(12):
+    stream.write(b"x" * 2**20)  # parts sent: a multipart upload is open, one part in flight
+print("dropped", flush=True)
+"""
+
+
+def test_a_stream_dropped_at_exit_lets_the_interpreter_end(s3: S3Root) -> None:
+    """A process that ends with a large stream never closed (a killed task's) exits: the
+    stream's finaliser does no I/O while the interpreter shuts down, when the file system's
+    event loop may be gone (it used to abort the multipart upload there and wait forever)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _DROPPED_STREAM, s3.sub("dropped"), json.dumps(s3.storage_options)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "dropped" in done.stdout
