@@ -47,6 +47,7 @@ __all__ = [
     "is_inline",
     "join",
     "move_tree",
+    "open_uploads_below",
     "parent",
     "payload",
     "put_file",
@@ -259,6 +260,22 @@ def files_below(sandbox: Any, url: str) -> list[str]:
         return sorted(_raw(sandbox, f) for f in sandbox.files(url))
     except FileNotFoundError:
         return []
+
+
+def open_uploads_below(sandbox: Any, url: str) -> list[str]:
+    """The keys of multipart uploads still open below ``url`` on an S3 backend (s3fs's raw
+    client), aborted here so that none outlives the test; [] on other backends."""
+    raw = sandbox.backend.raw
+    if sandbox.backend.scheme != "s3" or not hasattr(raw, "call_s3"):
+        return []
+    bucket, key, _ = raw.split_path(sandbox.raw_path(url))
+    answer = raw.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key.rstrip("/") + "/")
+    uploads = answer.get("Uploads", [])
+    for upload in uploads:
+        raw.call_s3(
+            "abort_multipart_upload", Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+        )
+    return sorted(upload["Key"] for upload in uploads)
 
 
 def rel_paths(sandbox: Any, url: str) -> tuple[list[str], list[str]]:

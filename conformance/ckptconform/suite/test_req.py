@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pickle
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from ckptconform.suite._driver import (
     file_path,
     files_below,
     join,
-    parent,
+    open_uploads_below,
     read_handle,
     require,
     tagged,
@@ -64,6 +65,18 @@ def _coordinator(sandbox: Any, target: Any, tasks: int, **options: Any) -> Coord
 def _file_backed(record: StateRecord) -> bool:
     handle = pickle.loads(record.handle) if record.handle is not None else None
     return isinstance(getattr(handle, "file_path", None), str)
+
+
+def _outcome(call: Callable[[], object]) -> str:
+    """What ``call`` did, for a clause that wants an OSError: "returned", "OSError <text>", or
+    the other exception's type and text (which fails the clause)."""
+    try:
+        call()
+    except OSError as exc:
+        return f"OSError {exc}"
+    except Exception as exc:  # the clause wants an OSError; anything else fails it
+        return f"{type(exc).__name__}: {exc}"
+    return "returned"
 
 
 def _checkpoint(clause: str, sandbox: Any, coord: Coordinator, n: int) -> CheckpointRun:
@@ -237,18 +250,17 @@ def test_a_persistent_fault_fails_within_the_retry_budget(sandbox, target, ledge
         factory = coord.access.resolve_checkpoint_storage_location(1, location.location_reference)
     ledger.inject("PutObject", status=500, code="InternalError", times=None)
     stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
-    started = time.monotonic()
-    with ledger.record() as rec:
+
+    def close_a_file_backed_stream() -> None:
         try:
             stream.write(b"x" * (THRESHOLD * 8))
             stream.close_and_get_handle()
-            outcome = "returned a handle"
-        except OSError as exc:
-            outcome = f"OSError {exc}"
-        except Exception as exc:  # the clause wants an OSError; anything else fails it
-            outcome = f"{type(exc).__name__}: {exc}"
         finally:
             stream.close()
+
+    started = time.monotonic()
+    with ledger.record() as rec:
+        outcome = _outcome(close_a_file_backed_stream)
     seconds = time.monotonic() - started
     ledger.clear_faults()
     msg = fail_message("REQ-6", "close a stream while every PutObject fails", sandbox) + (
@@ -293,13 +305,7 @@ def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
     )  # fmt: skip
     with tagged("REQ-7", "dispose_on_failure", sandbox):
         location.dispose_on_failure()
-    open_uploads = raw.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=prefix)
-    left = [u["Key"] for u in open_uploads.get("Uploads", [])]
-    if left:
-        for item in open_uploads["Uploads"]:  # the suite cleans up what the storage left
-            raw.call_s3(
-                "abort_multipart_upload", Bucket=bucket, Key=item["Key"], UploadId=item["UploadId"]
-            )
+    left = open_uploads_below(sandbox, directory)  # the suite cleans up what the storage left
     assert not left, fail_message("REQ-7", "dispose_on_failure", sandbox) + (
         f"\nmultipart uploads still open below {prefix}: {left}"
     )
@@ -336,13 +342,7 @@ def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
         )
     started = time.monotonic()
     with ledger.record() as rec:
-        try:
-            handle.discard_state()
-            outcome = "returned"
-        except OSError as exc:
-            outcome = f"OSError {exc}"
-        except Exception as exc:  # the clause wants an OSError; anything else fails it
-            outcome = f"{type(exc).__name__}: {exc}"
+        outcome = _outcome(handle.discard_state)
     seconds = time.monotonic() - started
     ledger.clear_faults()
     msg = fail_message(
@@ -353,11 +353,10 @@ def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
     )
     assert fault_.hits >= 1, msg + "\n(no DeleteObject of the file reached the server)"
     assert seconds <= 30, msg
-    left = files_below(sandbox, parent(path))
     if fault == "refused":
         assert outcome.startswith("OSError"), msg
         with tagged("REQ-8", "read the state after the refused delete", sandbox, file=path):
             assert read_handle(handle) == blob, "the state no longer reads its bytes"
     else:
         assert outcome == "returned", msg
-        assert name not in {f.rsplit("/", 1)[-1] for f in left}, msg + "\nthe file is still there"
+        assert not sandbox.exists(path), msg + "\nthe file is still there"

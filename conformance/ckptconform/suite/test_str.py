@@ -18,6 +18,7 @@ from ckptconform.suite._driver import (
     file_options,
     file_path,
     files_below,
+    open_uploads_below,
     payload,
     read_handle,
     require,
@@ -462,22 +463,7 @@ def test_large_state_round_trips_in_parts(sandbox, target):
     assert not left, fail_message(
         "STR-14", "close() without a handle after 15 MiB", sandbox, new_files=left
     )
-    uploads = _open_uploads(sandbox)
+    uploads = open_uploads_below(sandbox, sandbox.root)
     assert not uploads, fail_message(
         "STR-14", "close() without a handle after 15 MiB", sandbox, open_uploads=uploads
     )
-
-
-def _open_uploads(sandbox) -> list[str]:
-    """The keys of multipart uploads still open below the sandbox on an S3 backend that lists
-    them (s3fs's raw client), aborted here so that none outlives the test; [] elsewhere."""
-    raw = sandbox.backend.raw
-    if sandbox.backend.scheme != "s3" or not hasattr(raw, "call_s3"):
-        return []
-    bucket, key, _ = raw.split_path(sandbox.raw_path(sandbox.root))
-    answer = raw.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key.rstrip("/") + "/")
-    for upload in answer.get("Uploads", []):
-        raw.call_s3(
-            "abort_multipart_upload", Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]
-        )
-    return sorted(upload["Key"] for upload in answer.get("Uploads", []))
