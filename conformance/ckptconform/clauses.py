@@ -1140,6 +1140,26 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "seconds and the file is gone (Flink H2, FLINK-26450: a failed delete asks whether the "
      "file is gone, IOException if it is still there).",
      ("H2", "decision")),
+    ("REQ-9", "MUST", ("inline-state",), "disposal reads every page of a listing",
+     "On an object store with a request ledger that answers listings two entries at a time "
+     "(ListObjectsV2, ListObjects and ListMultipartUploads; S3 pages them at 1000 entries and "
+     "may return fewer than asked), dispose_on_failure of a checkpoint location holding 5 "
+     "exclusive state files and 3 multipart uploads left open beside them, and "
+     "dispose_storage_location of a completed checkpoint holding 5 exclusive state files, "
+     "leave no object and no open upload in the directories of those files and of its "
+     "_metadata (decision: DIS-1, DIS-2 and REQ-7 for checkpoints of more than one page; "
+     "Flink's recursive delete lists every page).",
+     ("MD6", "MD7", "decision")),
+    ("REQ-10", "MUST", ("inline-state",), "disposal reports what it could not delete",
+     "On an object store with a request ledger, while the server refuses every deletion "
+     "(DeleteObject answered 403 AccessDenied; DeleteObjects answered 200 with an AccessDenied "
+     "<Error> for each key, as S3 reports objects it did not delete; retry_attempts 1 and "
+     "retry_seconds 5 where retry-budget is claimed), dispose_on_failure of a checkpoint "
+     "location and dispose_storage_location of a completed checkpoint, each holding 3 "
+     "exclusive state files, each raise an OSError within 30 seconds, and every state file "
+     "still reads its bytes (decision, as REQ-8 for one file: Flink's FileSystem.delete "
+     "throws an IOException, S3A's a MultiObjectDeleteException, never a silent success).",
+     ("MD6", "MD7", "decision")),
 ]
 # fmt: on
 

@@ -10,8 +10,10 @@ bucket is the first path segment). Tests count inside a block::
     assert rec.count(operation="PutObject") == 1, rec.summary()
 
 The ledger also injects faults (S3-style XML errors, dropped connections, before or after the
-server carried the request out, at a rate) and throttles like S3, with a token bucket per key
-prefix answering S3's own 503 SlowDown. Requests sent by the suite's own raw file system carry the
+server carried the request out, at a rate; DeleteObjects answered with an error per key, as S3
+reports objects it could not delete), throttles like S3, with a token bucket per key prefix
+answering S3's own 503 SlowDown, and answers listings in small pages (``small_pages``, see
+``ckptconform.listing_pages``). Requests sent by the suite's own raw file system carry the
 ``RAW_USER_AGENT`` marker: they are recorded (``Recording.all_requests``) but left out of
 ``Recording.requests`` and counts, and faults never hit them, so inspecting or cleaning the
 backend cannot disturb a measurement. The middleware speaks plain WSGI and needs only the
@@ -32,6 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qs
+
+from ckptconform.listing_pages import PAGED_OPERATIONS, ListingPager
 
 __all__ = [
     "OPERATIONS",
@@ -339,6 +343,8 @@ class Fault:
     drop_connection: bool = False
     after_commit: bool = False
     rate: float = 1.0
+    #: a DeleteObjects answered 200 with an ``<Error>`` of ``code`` for every key (nothing deleted)
+    per_key: bool = False
     hits: int = 0
 
     def matches(self, request: Request) -> bool:
@@ -355,6 +361,8 @@ class Fault:
     @property
     def label(self) -> str:
         what = "dropped connection" if self.drop_connection else f"{self.status} {self.code}"
+        if self.per_key:
+            what = f"{self.code} for every key"
         return f"{what} after commit" if self.after_commit else what
 
 
@@ -417,6 +425,7 @@ class RequestLedger:
         self._throttles: list[Throttle] = []
         self._ids = itertools.count(1)
         self._random = random.Random(seed)
+        self._pager: ListingPager | None = None
 
     # ------------------------------------------------------------------ recording
 
@@ -463,17 +472,22 @@ class RequestLedger:
         drop_connection: bool = False,
         after_commit: bool = False,
         rate: float = 1.0,
+        per_key: bool = False,
     ) -> Fault:
         """Answer the next ``times`` matching requests with an error (``None``: until cleared).
 
         The answer is an S3-style XML error with ``status`` and ``code``, or, with
         ``drop_connection``, a closed connection and no answer at all; ``after_commit`` lets the
-        server carry the request out first. ``rate`` hits only that share of the matching
-        requests, at random (``seed``). Raw requests of the suite are never hit. Note that S3
-        clients retry 5xx answers on their own.
+        server carry the request out first. ``per_key`` (DeleteObjects only) answers 200 with a
+        ``<DeleteResult>`` that reports an ``<Error>`` of ``code`` for every key of the request
+        and deletes nothing, as S3 does for objects it may not delete. ``rate`` hits only that
+        share of the matching requests, at random (``seed``). Raw requests of the suite are
+        never hit. Note that S3 clients retry 5xx answers on their own.
         """
         if not 0.0 < rate <= 1.0:
             raise ValueError(f"rate must be in (0, 1], got {rate!r}")
+        if per_key and (drop_connection or after_commit):
+            raise ValueError("per_key answers the request: no dropped connection, no commit")
         default_message = (
             SLOW_DOWN_MESSAGE if code == SLOW_DOWN_CODE else f"injected by ckptconform: {code}"
         )
@@ -488,7 +502,10 @@ class RequestLedger:
             drop_connection=drop_connection,
             after_commit=after_commit,
             rate=rate,
+            per_key=per_key,
         )
+        if per_key:
+            fault = replace(fault, operation=frozenset({"DeleteObjects"}), status=200)
         with self._lock:
             self._faults.append(fault)
         return fault
@@ -513,6 +530,18 @@ class RequestLedger:
         with self._lock:
             self._throttles.append(throttle)
         return throttle
+
+    @contextlib.contextmanager
+    def small_pages(self, size: int = 2) -> Iterator[ListingPager]:
+        """Answer listings (not the suite's raw ones) in pages of at most ``size`` entries."""
+        pager = ListingPager(size)
+        with self._lock:
+            self._pager = pager
+        try:
+            yield pager
+        finally:
+            with self._lock:
+                self._pager = None
 
     def clear_faults(self) -> None:
         """Remove every injected fault and throttle."""
@@ -549,8 +578,16 @@ class RequestLedger:
         )  # fmt: skip
         with self._lock:
             fault = None if request.raw else self._take_fault(request)
+            pager = None if request.raw else self._pager
         if fault is None:
+            if pager is not None and operation in PAGED_OPERATIONS:
+                return self._serve_paged(pager, request, environ, start_response)
             return self._serve(request, environ, start_response)
+        if fault.per_key:
+            keys = re.findall(rb"<Key>(.*?)</Key>", _drain(environ), re.DOTALL)
+            body = _delete_result(keys, fault)
+            self._log_request(replace(request, fault=fault.label, status=200, bytes_out=len(body)))
+            return _xml_answer(start_response, body)
         if fault.after_commit:
             self._carry_out(environ)
         else:
@@ -583,6 +620,47 @@ class RequestLedger:
             raise
         self._log_request(_answered(request, answer))
         return body
+
+    def _serve_paged(
+        self,
+        pager: ListingPager,
+        request: Request,
+        environ: dict[str, Any],
+        start_response: StartResponse,
+    ) -> Iterable[bytes]:
+        """A listing through ``pager``: from its snapshot, or the server's answer cut to a page."""
+        page = pager.answer(request.operation, request.bucket, request.query)
+        if page is not None:
+            _drain(environ)
+            self._log_request(replace(request, status=200, bytes_out=len(page)))
+            return _xml_answer(start_response, page)
+        answer: dict[str, Any] = {}
+
+        def capture(status: str, response_headers: list[tuple[str, str]], *exc: Any) -> Any:
+            answer["status"], answer["headers"] = status, response_headers
+            return lambda data: None
+
+        try:
+            parts = self.app(environ, capture)  # type: ignore[misc]
+            try:
+                body = b"".join(parts)
+            finally:
+                close = getattr(parts, "close", None)
+                if callable(close):
+                    close()
+        except BaseException:
+            self._log_request(request)
+            raise
+        answered = _answered(request, answer)
+        page = pager.first_page(
+            request.operation, request.bucket, request.query, answered.status, body
+        )
+        if page is None:
+            start_response(answer["status"], answer["headers"])
+            self._log_request(answered)
+            return [body]
+        self._log_request(replace(answered, bytes_out=len(page)))
+        return _xml_answer(start_response, page)
 
     def _carry_out(self, environ: dict[str, Any]) -> None:
         """Let the server execute the request and throw its answer away."""
@@ -634,25 +712,49 @@ def _answered(request: Request, answer: dict[str, Any]) -> Request:
     return replace(request, status=status, bytes_out=0 if request.method == "HEAD" else size)
 
 
-def _drain(environ: dict[str, Any]) -> None:
-    """Read the request body so the connection stays in a clean state."""
+def _drain(environ: dict[str, Any]) -> bytes:
+    """Read the request body so the connection stays in a clean state; returns what was read."""
     stream = environ.get("wsgi.input")
     if stream is None:
-        return
+        return b""
     try:
         length = int(environ.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = 0
+    read: list[bytes] = []
     with contextlib.suppress(OSError, ValueError):
         if length > 0:
             while length > 0:
                 chunk = stream.read(min(length, 1 << 16))
                 if not chunk:
                     break
+                read.append(chunk)
                 length -= len(chunk)
         elif environ.get("wsgi.input_terminated"):
-            while stream.read(1 << 16):
-                pass
+            while chunk := stream.read(1 << 16):
+                read.append(chunk)
+    return b"".join(read)
+
+
+def _xml_answer(start_response: StartResponse, body: bytes) -> list[bytes]:
+    start_response(
+        "200 OK", [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))]
+    )
+    return [body]
+
+
+def _delete_result(keys: list[bytes], fault: Fault) -> bytes:
+    """S3's DeleteObjects answer reporting an ``<Error>`` for each of ``keys``."""
+    errors = "".join(
+        f"<Error><Key>{key.decode('utf-8', 'replace')}</Key><Code>{_xml(fault.code)}</Code>"
+        f"<Message>{_xml(fault.message)}</Message></Error>"
+        for key in keys
+    )  # the keys come XML-escaped from the request and go back as they came
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        f"{errors}</DeleteResult>"
+    ).encode()
 
 
 def _error_response(

@@ -375,3 +375,106 @@ def test_recording_figures_peaks_retries_and_bytes():
     assert rec.peak_per_second() == {"PutObject": 3, "GetObject": 1, "HeadObject": 1}
     by_prefix = rec.peak_per_second(by=lambda r: request_prefix(r))
     assert by_prefix == {"b/p/": 3, "b/q/": 3}
+
+
+def test_small_pages_serve_every_object_once(moto, ledger):
+    """boto3's own paginator follows the ledger's pages of ListObjectsV2 and ListObjects."""
+    fs = _client(moto)
+    keys = [f"pages/v/k{i}" for i in range(7)]
+    for key in keys:
+        fs.pipe(f"ledger-tests/{key}", b"x")
+    with ledger.small_pages(2) as pager, ledger.record() as rec:
+        v2 = fs.call_s3("list_objects_v2", Bucket="ledger-tests", Prefix="pages/v/")
+        pages_v2 = [v2]
+        while v2.get("IsTruncated"):
+            v2 = fs.call_s3(
+                "list_objects_v2", Bucket="ledger-tests", Prefix="pages/v/",
+                ContinuationToken=v2["NextContinuationToken"],
+            )  # fmt: skip
+            pages_v2.append(v2)
+        v1 = fs.call_s3("list_objects", Bucket="ledger-tests", Prefix="pages/v/")
+        pages_v1 = [v1]
+        while v1.get("IsTruncated"):
+            v1 = fs.call_s3(
+                "list_objects", Bucket="ledger-tests", Prefix="pages/v/", Marker=v1["NextMarker"]
+            )
+            pages_v1.append(v1)
+        whole = fs.find("ledger-tests/pages/v/")  # s3fs's paginator
+    for pages in (pages_v2, pages_v1):
+        assert [len(p.get("Contents", [])) for p in pages] == [2, 2, 2, 1]
+        assert [c["Key"] for p in pages for c in p["Contents"]] == keys
+    assert [p["KeyCount"] for p in pages_v2] == [2, 2, 2, 1]
+    assert sorted(whole) == [f"ledger-tests/{k}" for k in keys]
+    # the first request of each listing reached the server; its continuations did not
+    assert rec.count(operation="ListObjectsV2") == 4 + 4
+    assert rec.count(operation="ListObjects") == 4
+    assert pager.served == 3 + 3 + 3, "continuations are answered from the first snapshot"
+    assert all(r.status == 200 for r in rec.requests), rec.summary()
+
+
+def test_small_pages_of_multipart_uploads(moto, ledger):
+    fs = _client(moto)
+    created = {
+        fs.call_s3("create_multipart_upload", Bucket="ledger-tests", Key=f"pages/u/k{i}")[
+            "UploadId"
+        ]
+        for i in range(5)
+    }
+    try:
+        with ledger.small_pages(2) as pager:
+            page = fs.call_s3("list_multipart_uploads", Bucket="ledger-tests", Prefix="pages/u/")
+            seen = [page]
+            while page.get("IsTruncated"):
+                page = fs.call_s3(
+                    "list_multipart_uploads", Bucket="ledger-tests", Prefix="pages/u/",
+                    KeyMarker=page["NextKeyMarker"], UploadIdMarker=page["NextUploadIdMarker"],
+                )  # fmt: skip
+                seen.append(page)
+        assert [len(p.get("Uploads", [])) for p in seen] == [2, 2, 1]
+        assert pager.served == 2
+        assert {u["UploadId"] for p in seen for u in p["Uploads"]} == created
+    finally:
+        for i, upload_id in enumerate(created):
+            with contextlib.suppress(Exception):
+                fs.call_s3(
+                    "abort_multipart_upload", Bucket="ledger-tests", Key=f"pages/u/k{i}",
+                    UploadId=upload_id,
+                )  # fmt: skip
+
+
+def test_small_pages_leave_raw_and_short_listings_alone(moto, ledger):
+    fs = _client(moto)
+    for i in range(3):
+        fs.pipe(f"ledger-tests/pages/r/k{i}", b"x")
+    with ledger.small_pages(2):
+        raw = moto.raw.call_s3("list_objects_v2", Bucket="ledger-tests", Prefix="pages/r/")
+        short = fs.call_s3("list_objects_v2", Bucket="ledger-tests", Prefix="pages/r/k1")
+        by_dir = fs.call_s3(
+            "list_objects_v2", Bucket="ledger-tests", Prefix="pages/", Delimiter="/"
+        )
+    assert len(raw["Contents"]) == 3
+    assert not raw["IsTruncated"]
+    assert [c["Key"] for c in short["Contents"]] == ["pages/r/k1"]
+    assert not by_dir["IsTruncated"]
+
+
+def test_per_key_delete_errors_delete_nothing(moto, ledger):
+    fs = _client(moto)
+    keys = ["pd/a&b", "pd/c"]
+    for key in keys:
+        fs.pipe(f"ledger-tests/{key}", b"x")
+    ledger.inject(per_key=True, code="AccessDenied", times=None)
+    with ledger.record() as rec:
+        answer = fs.call_s3(
+            "delete_objects", Bucket="ledger-tests",
+            Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True},
+        )  # fmt: skip
+    assert sorted((e["Key"], e["Code"]) for e in answer["Errors"]) == [
+        ("pd/a&b", "AccessDenied"),
+        ("pd/c", "AccessDenied"),
+    ]
+    assert [r.fault for r in rec.requests] == ["AccessDenied for every key"], rec.summary()
+    ledger.clear_faults()
+    assert sorted(moto.raw.find("ledger-tests/pd/")) == [f"ledger-tests/{k}" for k in keys]
+    with pytest.raises(ValueError):
+        ledger.inject(per_key=True, drop_connection=True)

@@ -25,6 +25,7 @@ from ckptconform.suite._driver import (
     files_below,
     join,
     open_uploads_below,
+    parent,
     read_handle,
     require,
     tagged,
@@ -360,3 +361,117 @@ def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
     else:
         assert outcome == "returned", msg
         assert not sandbox.exists(path), msg + "\nthe file is still there"
+
+
+def _open_upload(backend: Any, sandbox: Any, url: str) -> None:
+    """Start a multipart upload at ``url`` (raw client) and send one part: a crashed writer's."""
+    raw = backend.raw
+    bucket, key, _ = raw.split_path(sandbox.raw_path(url))
+    upload = raw.call_s3("create_multipart_upload", Bucket=bucket, Key=key)
+    raw.call_s3(
+        "upload_part", Bucket=bucket, Key=key, UploadId=upload["UploadId"], PartNumber=1,
+        Body=b"p" * (5 * 2**20),
+    )  # fmt: skip
+
+
+def _exclusive_files(
+    clause: str, drv: JobDriver, factory: Any, count: int
+) -> list[tuple[Any, bytes]]:
+    """``count`` file-backed exclusive states written through ``factory``: (handle, bytes)."""
+    blobs = [payload(3000, seed) for seed in range(count)]
+    with tagged(clause, f"write {count} exclusive state files", drv.sandbox):
+        handles = [(drv.write(factory, blob), blob) for blob in blobs]
+    require(
+        all(file_path(h) is not None for h, _ in handles),
+        clause,
+        fail_message(clause, "write state files", drv.sandbox)
+        + "\na state came back inline although inline_threshold 0 puts state into files",
+    )
+    return handles
+
+
+@pytest.mark.clause("REQ-9")
+def test_disposal_reads_every_page(sandbox, target, ledger, backend):
+    """REQ-9: with listings answered two entries at a time, dispose_on_failure of a checkpoint
+    location and dispose_storage_location of a completed checkpoint leave no object and no open
+    multipart upload in their directories."""
+    drv = JobDriver(sandbox, **file_options(target))
+    with tagged("REQ-9", "initialize the checkpoints", sandbox):
+        drv.init_base()
+        aborted = drv.location(1)
+        completed_location = drv.location(2)
+    aborted_files = _exclusive_files("REQ-9", drv, drv.worker(1, aborted.location_reference), 5)
+    directory = parent(str(file_path(aborted_files[0][0])))
+    for n in range(3):
+        _open_upload(backend, sandbox, join(directory, f"crashed-writer-{n}"))
+    completed_files = _exclusive_files(
+        "REQ-9", drv, drv.worker(2, completed_location.location_reference), 5
+    )
+    with tagged("REQ-9", "finalize checkpoint 2", sandbox):
+        completed = drv.finalize(completed_location, b"meta:2:" + payload(64))
+        metadata_file = file_path(completed.metadata_handle)
+    directories = {parent(str(file_path(h))) for h, _ in aborted_files + completed_files}
+    directories |= {parent(metadata_file)} if metadata_file else set()
+    with ledger.small_pages(2), ledger.record() as rec:
+        with tagged("REQ-9", "dispose_on_failure of checkpoint 1 (pages of 2)", sandbox):
+            aborted.dispose_on_failure()
+        with tagged("REQ-9", "dispose_storage_location of checkpoint 2 (pages of 2)", sandbox):
+            completed.dispose_storage_location()
+    left = [f for d in sorted(directories) for f in files_below(sandbox, d)]
+    uploads = open_uploads_below(sandbox, directory)  # the suite aborts what the storage left
+    leftovers = left + uploads
+    assert not leftovers, fail_message(
+        "REQ-9", "dispose while listings come two entries per page", sandbox
+    ) + (
+        f"\nobjects left: {left}\nmultipart uploads left open: {uploads}"
+        f"\n(S3 pages every listing: at 1000 entries, and it may return fewer)\n{rec.summary()}"
+    )
+
+
+@pytest.mark.clause("REQ-10")
+def test_disposal_reports_what_it_could_not_delete(sandbox, target, ledger):
+    """REQ-10: while the server refuses every deletion, dispose_on_failure and
+    dispose_storage_location raise an OSError and every state file still reads."""
+    budget = (
+        {"retry_attempts": 1, "retry_seconds": 5} if "retry-budget" in target.capabilities else {}
+    )
+    drv = JobDriver(sandbox, **file_options(target), **budget)
+    with tagged("REQ-10", "initialize the checkpoints", sandbox):
+        drv.init_base()
+        aborted = drv.location(1)
+        completed_location = drv.location(2)
+    written = _exclusive_files("REQ-10", drv, drv.worker(1, aborted.location_reference), 3)
+    written += _exclusive_files(
+        "REQ-10", drv, drv.worker(2, completed_location.location_reference), 3
+    )
+    with tagged("REQ-10", "finalize checkpoint 2", sandbox):
+        completed = drv.finalize(completed_location, b"meta:2:" + payload(64))
+    refused = ledger.inject("DeleteObject", status=403, code="AccessDenied", times=None)
+    refused_batch = ledger.inject(per_key=True, code="AccessDenied", times=None)
+    outcomes: dict[str, tuple[str, float]] = {}
+    try:
+        with ledger.record() as rec:
+            for name, call in (
+                ("dispose_on_failure", aborted.dispose_on_failure),
+                ("dispose_storage_location", completed.dispose_storage_location),
+            ):
+                started = time.monotonic()
+                outcomes[name] = (_outcome(call), time.monotonic() - started)
+    finally:
+        ledger.clear_faults()
+    msg = fail_message("REQ-10", "dispose while the server refuses every deletion", sandbox) + (
+        "\n"
+        + "\n".join(f"{name}: {what} after {s:.1f} s" for name, (what, s) in outcomes.items())
+        + f"\nrefused: {refused.hits} DeleteObject, {refused_batch.hits} DeleteObjects"
+        + f"\n{rec.summary()}"
+    )
+    assert refused.hits + refused_batch.hits >= 1, msg + "\n(no delete reached the server)"
+    for what, seconds in outcomes.values():
+        assert what.startswith("OSError"), msg
+        assert seconds <= 30, msg
+    for handle, blob in written:
+        with tagged("REQ-10", "read the state after the refused disposal", sandbox):
+            assert read_handle(handle) == blob, "the state no longer reads its bytes"
+    with tagged("REQ-10", "dispose once the server deletes again", sandbox):
+        aborted.dispose_on_failure()
+        completed.dispose_storage_location()
