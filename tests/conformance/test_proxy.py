@@ -467,3 +467,24 @@ def test_suite_counts_requests_on_the_s3_backend(moto_url, tmp_path: Path):
     assert leg["name"] == "s3"
     assert leg["status"] == "selected"
     assert "counting proxy" in leg["description"]
+
+
+def test_small_pages_and_per_key_errors_through_the_proxy(fs, proxy):
+    """The ledger's pages and DeleteObjects answers need no change to a signed request."""
+    keys = [f"{BUCKET}/paged/k{i}" for i in range(5)]
+    for key in keys:
+        fs.pipe(key, b"x")
+    with proxy.ledger.small_pages(2) as pager, proxy.ledger.record() as rec:
+        found = fs.find(f"{BUCKET}/paged/")
+    assert sorted(found) == keys
+    assert pager.served == 2, rec.summary()
+    assert rec.count(operation="ListObjectsV2") == 3, rec.summary()
+    proxy.ledger.inject(per_key=True, code="AccessDenied", times=1)
+    answer = fs.call_s3(
+        "delete_objects", Bucket=BUCKET,
+        Delete={"Objects": [{"Key": k.split("/", 1)[1]} for k in keys], "Quiet": True},
+    )  # fmt: skip
+    assert len(answer["Errors"]) == len(keys)
+    assert sorted(fs.find(f"{BUCKET}/paged/")) == keys
+    fs.rm(keys)
+    assert fs.find(f"{BUCKET}/paged/") == []
