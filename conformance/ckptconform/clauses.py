@@ -191,10 +191,11 @@ OPTIONS: dict[str, Option] = {
         Option(
             "retry_attempts",
             "int",
-            "an integer >= 1 (not a bool): requests per operation (the suite passes 1 and 3); "
+            "an integer >= 1 (not a bool): requests per operation (the suite passes 1, 2 and 3); "
             "BAD-9 passes 0, -1, True, 2.5 and '3' and expects an error",
-            "The retry budget's attempts: how many requests one operation may send before it "
-            "gives up with an OSError.",
+            "The retry budget's attempts: how many requests one operation sends at most; a "
+            "retryable failure (a 5xx answer) is retried until that many were sent, then the "
+            "operation gives up with an OSError.",
             "retry-budget",
             "in REQ-6's test (with retry_seconds), in BAD-8's test when the target claims "
             "retry-budget (refused connections end quickly), and alone in BAD-9's test.",
@@ -203,10 +204,10 @@ OPTIONS: dict[str, Option] = {
             "retry_seconds",
             "float",
             "a finite number > 0 (int or float, not a bool): seconds per operation (the suite "
-            "passes 5 and 9.5); BAD-9 passes 0, -1, NaN, infinity, True and '5' and expects an "
-            "error",
-            "The retry budget's time: how long one operation may take, retries included, "
-            "before it gives up with an OSError.",
+            "passes 4.0, 5 and 9.5); BAD-9 passes 0, -1, NaN, infinity, True and '5' and "
+            "expects an error",
+            "The retry budget's time: how long one operation may take, retries and a server "
+            "that does not answer included, before it gives up with an OSError.",
             "retry-budget",
             "in REQ-6's test (with retry_attempts), in BAD-8's test when the target claims "
             "retry-budget, and alone in BAD-9's test.",
@@ -1119,12 +1120,16 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "leaves no object of its exclusive state; a finalized _metadata never points at missing or "
      "partial state (decision; FLINK-9325, FLINK-17808).",
      ("decision", "MD7")),
-    ("REQ-6", "MUST", ("retry-budget",), "a persistent fault fails within the retry budget",
-     "With retry_attempts=3 and retry_seconds=9.5 (a float, as the options catalog allows) "
-     "and every PutObject of a state file answered 500 InternalError, closing a file-backed "
-     "stream fails with an OSError within 15 seconds, "
-     "after at most 3 PutObject requests for that file (decision: a bounded retry budget the "
-     "storage exposes as configuration).",
+    ("REQ-6", "MUST", ("retry-budget",), "an operation keeps to its retry budget",
+     "With retry_attempts A and retry_seconds S (A=3, S=9.5, a float as the options catalog "
+     "allows; and A=2, S=4.0): while every PutObject of a state file is answered 500 "
+     "InternalError, closing a file-backed stream fails with an OSError within S + 5 seconds "
+     "after exactly A PutObject requests for that file (the budget is spent, not exceeded); "
+     "while only its first A - 1 PutObjects are answered so, the close returns a handle that "
+     "reads the bytes written; and with A=2, S=4.0, while the server hangs on every PutObject "
+     "(no answer for 60 seconds), the close fails with an OSError within S + 5 seconds "
+     "(decision: a bounded retry budget the storage exposes as configuration, as S3A's "
+     "fs.s3a.attempts.maximum and fs.s3a.connection.request.timeout).",
      ("decision",)),
     ("REQ-7", "MUST", (), "disposal aborts open multipart uploads",
      "On an object store, dispose_on_failure of a checkpoint location aborts the multipart "

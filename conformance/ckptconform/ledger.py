@@ -345,6 +345,9 @@ class Fault:
     rate: float = 1.0
     #: a DeleteObjects answered 200 with an ``<Error>`` of ``code`` for every key (nothing deleted)
     per_key: bool = False
+    #: seconds the server hangs before it answers normally (a slow or stuck endpoint); a hang
+    #: ends early when the faults are cleared
+    delay: float = 0.0
     hits: int = 0
 
     def matches(self, request: Request) -> bool:
@@ -363,6 +366,8 @@ class Fault:
         what = "dropped connection" if self.drop_connection else f"{self.status} {self.code}"
         if self.per_key:
             what = f"{self.code} for every key"
+        if self.delay:
+            what = f"answer delayed {self.delay:g} s"
         return f"{what} after commit" if self.after_commit else what
 
 
@@ -426,6 +431,7 @@ class RequestLedger:
         self._ids = itertools.count(1)
         self._random = random.Random(seed)
         self._pager: ListingPager | None = None
+        self._cleared = threading.Event()
 
     # ------------------------------------------------------------------ recording
 
@@ -473,6 +479,7 @@ class RequestLedger:
         after_commit: bool = False,
         rate: float = 1.0,
         per_key: bool = False,
+        delay: float = 0.0,
     ) -> Fault:
         """Answer the next ``times`` matching requests with an error (``None``: until cleared).
 
@@ -480,7 +487,9 @@ class RequestLedger:
         ``drop_connection``, a closed connection and no answer at all; ``after_commit`` lets the
         server carry the request out first. ``per_key`` (DeleteObjects only) answers 200 with a
         ``<DeleteResult>`` that reports an ``<Error>`` of ``code`` for every key of the request
-        and deletes nothing, as S3 does for objects it may not delete. ``rate`` hits only that
+        and deletes nothing, as S3 does for objects it may not delete. ``delay`` makes the server
+        hang that many seconds and then answer normally (a stuck endpoint; ``clear_faults``
+        ends every hang at once). ``rate`` hits only that
         share of the matching requests, at random (``seed``). Raw requests of the suite are
         never hit. Note that S3 clients retry 5xx answers on their own.
         """
@@ -488,6 +497,8 @@ class RequestLedger:
             raise ValueError(f"rate must be in (0, 1], got {rate!r}")
         if per_key and (drop_connection or after_commit):
             raise ValueError("per_key answers the request: no dropped connection, no commit")
+        if delay < 0 or (delay and (per_key or drop_connection or after_commit)):
+            raise ValueError("delay is seconds >= 0 before a normal answer, alone")
         default_message = (
             SLOW_DOWN_MESSAGE if code == SLOW_DOWN_CODE else f"injected by ckptconform: {code}"
         )
@@ -503,6 +514,7 @@ class RequestLedger:
             after_commit=after_commit,
             rate=rate,
             per_key=per_key,
+            delay=float(delay),
         )
         if per_key:
             fault = replace(fault, operation=frozenset({"DeleteObjects"}), status=200)
@@ -548,6 +560,8 @@ class RequestLedger:
         with self._lock:
             self._faults.clear()
             self._throttles.clear()
+            cleared, self._cleared = self._cleared, threading.Event()
+        cleared.set()  # hangs of delay faults end now
 
     # ------------------------------------------------------------------ WSGI
 
@@ -583,6 +597,11 @@ class RequestLedger:
             if pager is not None and operation in PAGED_OPERATIONS:
                 return self._serve_paged(pager, request, environ, start_response)
             return self._serve(request, environ, start_response)
+        if fault.delay:
+            with self._lock:
+                cleared = self._cleared
+            cleared.wait(fault.delay)
+            return self._serve(replace(request, fault=fault.label), environ, start_response)
         if fault.per_key:
             keys = re.findall(rb"<Key>(.*?)</Key>", _drain(environ), re.DOTALL)
             body = _delete_result(keys, fault)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pickle
 import socket
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -59,6 +60,7 @@ __all__ = [
     "tagged",
     "write_chunks",
     "write_state",
+    "within",
 ]
 
 EXCLUSIVE = CheckpointedStateScope.EXCLUSIVE
@@ -223,6 +225,21 @@ def is_inline(handle: Any) -> bool:
 def file_options(target: Any) -> dict[str, Any]:
     """Options that make state go to files when the target has a threshold (inline-state)."""
     return {"inline_threshold": 0} if "inline-state" in target.capabilities else {}
+
+
+def within(seconds: float, work: Callable[[], None], name: str = "ckptconform-step") -> bool:
+    """Run ``work`` in a daemon thread; False if it has not finished after ``seconds`` (the
+    thread is abandoned: a step that hangs cannot hang the suite)."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            work()
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done.wait(seconds)
 
 
 def closed_port() -> int:

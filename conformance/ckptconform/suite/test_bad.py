@@ -17,7 +17,6 @@ import logging
 import math
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -73,6 +72,7 @@ from ckptconform.suite._driver import (
     require,
     same_location,
     tagged,
+    within,
 )
 from ckptconform.suite._strategies import capped
 from ckptstore.api import JobID
@@ -822,20 +822,6 @@ def _watch_records(watch: SecretWatch, records: list[logging.LogRecord]) -> None
 UNREACHABLE_PHASE_SECONDS = 20.0
 
 
-def _within(seconds: float, work: Callable[[], None], name: str = "ckptconform-bad") -> bool:
-    """Run ``work`` in a daemon thread; False if it has not finished after ``seconds``."""
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            work()
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name=name, daemon=True).start()
-    return done.wait(seconds)
-
-
 @pytest.mark.clause("BAD-8")
 @pytest.mark.backend_traits(object_store=True)
 def test_no_secret_is_shown(sandbox, target, backend):
@@ -869,7 +855,7 @@ def test_no_secret_is_shown(sandbox, target, backend):
         storage = sandbox.make_storage(storage_options=unreachable, **options)
     notes = []
     with own_log_records(target, storage) as records:
-        if not _within(
+        if not within(
             UNREACHABLE_PHASE_SECONDS, lambda: _exercise(watch, sandbox, target, storage, False)
         ):
             notes.append(f"(steps after {UNREACHABLE_PHASE_SECONDS:g} s at {endpoint} abandoned)")
@@ -978,7 +964,7 @@ class StoreRun:
                 box["error"] = exc
 
         started = time.monotonic()
-        finished = _within(UNREACHABLE_STEP_SECONDS, work, "ckptconform-unreachable")
+        finished = within(UNREACHABLE_STEP_SECONDS, work, "ckptconform-unreachable")
         seconds = time.monotonic() - started
         done = Step(name, seconds, finished, must_fail, box.get("result"), box.get("error"))
         self.steps.append(done)
