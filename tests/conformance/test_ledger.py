@@ -478,3 +478,28 @@ def test_per_key_delete_errors_delete_nothing(moto, ledger):
     assert sorted(moto.raw.find("ledger-tests/pd/")) == [f"ledger-tests/{k}" for k in keys]
     with pytest.raises(ValueError):
         ledger.inject(per_key=True, drop_connection=True)
+
+
+def test_delay_hangs_then_answers_and_clearing_ends_the_hang(moto, ledger):
+    import threading
+    import time
+
+    fs = _client(moto)
+    fs.pipe("ledger-tests/slow/a", b"late")
+    ledger.inject("GetObject", delay=0.5, times=1)
+    started = time.monotonic()
+    assert fs.cat_file("ledger-tests/slow/a") == b"late"
+    assert time.monotonic() - started >= 0.5
+    fault = ledger.inject("GetObject", delay=60, times=None)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fs.cat_file("ledger-tests/slow/a")))
+    started = time.monotonic()
+    reader.start()
+    time.sleep(0.5)
+    ledger.clear_faults()
+    reader.join(10)
+    assert got == [b"late"]
+    assert time.monotonic() - started < 10
+    assert fault.label == "answer delayed 60 s"
+    with pytest.raises(ValueError):
+        ledger.inject("GetObject", delay=1, drop_connection=True)
