@@ -737,7 +737,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("MD5", "T-MOS2")),
     ("MD-3", "MUST", (), "no second metadata",
      "A second metadata stream for an already finalized checkpoint fails with OSError, at "
-     "creation or at the latest at finalization, and the first _metadata stays unchanged (Flink "
+     "creation or at the latest at finalization, and the first _metadata stays unchanged, also "
+     "on an object store whose server ignores conditional writes (If-None-Match removed by "
+     "the request ledger of a second route to the backend, as s3rver, older MinIO and Ceph "
+     "ignore it; on backends that accept any credentials, since the header is signed) (Flink "
      "MD2, T-BASE4).",
      ("MD2", "T-BASE4")),
     ("MD-4", "MUST", (), "finalization result",

@@ -38,6 +38,7 @@ from urllib.parse import parse_qs
 from ckptconform.listing_pages import PAGED_OPERATIONS, ListingPager
 
 __all__ = [
+    "EXACT_HEADERS_KEY",
     "OPERATIONS",
     "RAW_USER_AGENT",
     "SLOW_DOWN_CODE",
@@ -54,6 +55,11 @@ __all__ = [
 
 #: Marker in the User-Agent of the suite's own raw file system (see ``backends.base``).
 RAW_USER_AGENT = "ckptconform-raw"
+#: environ key under which the counting proxy passes a request's headers with their exact
+#: spelling (``ckptconform.proxy``); what it forwards.
+EXACT_HEADERS_KEY = "ckptconform.proxy.headers"
+#: The conditional-write headers a server that ignores conditional writes never sees.
+_CONDITIONAL_HEADERS = ("if-none-match", "if-match")
 
 OPERATIONS = (
     "PutObject",
@@ -432,6 +438,7 @@ class RequestLedger:
         self._random = random.Random(seed)
         self._pager: ListingPager | None = None
         self._cleared = threading.Event()
+        self._unconditional = False
 
     # ------------------------------------------------------------------ recording
 
@@ -555,6 +562,22 @@ class RequestLedger:
             with self._lock:
                 self._pager = None
 
+    @contextlib.contextmanager
+    def ignoring_conditional_writes(self) -> Iterator[None]:
+        """Serve as a server that ignores conditional writes (s3rver, older MinIO and Ceph).
+
+        ``If-None-Match`` and ``If-Match`` are removed from every request before the server
+        sees it, so a PUT that should be refused overwrites. Only for servers that check no
+        signature (a backend that accepts any credentials): both headers are signed.
+        """
+        with self._lock:
+            self._unconditional = True
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._unconditional = False
+
     def clear_faults(self) -> None:
         """Remove every injected fault and throttle."""
         with self._lock:
@@ -593,6 +616,8 @@ class RequestLedger:
         with self._lock:
             fault = None if request.raw else self._take_fault(request)
             pager = None if request.raw else self._pager
+            if self._unconditional:
+                _drop_headers(environ, _CONDITIONAL_HEADERS)
         if fault is None:
             if pager is not None and operation in PAGED_OPERATIONS:
                 return self._serve_paged(pager, request, environ, start_response)
@@ -753,6 +778,15 @@ def _drain(environ: dict[str, Any]) -> bytes:
             while chunk := stream.read(1 << 16):
                 read.append(chunk)
     return b"".join(read)
+
+
+def _drop_headers(environ: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Remove request headers (lower-case ``names``) from ``environ`` and the proxy's copy."""
+    for name in names:
+        environ.pop("HTTP_" + name.upper().replace("-", "_"), None)
+    exact = environ.get(EXACT_HEADERS_KEY)
+    if exact is not None:
+        environ[EXACT_HEADERS_KEY] = [(n, v) for n, v in exact if n.lower() not in names]
 
 
 def _xml_answer(start_response: StartResponse, body: bytes) -> list[bytes]:

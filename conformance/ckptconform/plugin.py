@@ -55,7 +55,7 @@ _MARKERS = (
     "options(*keys): option keys a test passes to make_storage whatever the target claims "
     "(ckptconform.clauses.OPTIONS); not declared by a target that declares options -> skip.",
     "backend_traits(object_store=None, cross_process=None, shows_unclosed_files=None, "
-    "ledger=None): "
+    "ledger=None, any_credentials=None): "
     "skip on backends without these traits.",
 )
 

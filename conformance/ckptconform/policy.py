@@ -41,6 +41,7 @@ TRAITS: Mapping[str, str] = {
     "cross_process": "cross_process",
     "shows_unclosed_files": "shows_unclosed_files",
     "ledger": "has_ledger",
+    "any_credentials": "accepts_any_credentials",
 }
 
 

@@ -50,14 +50,14 @@ from urllib.parse import quote, urlsplit
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
-from ckptconform.ledger import RequestLedger, StartResponse
+from ckptconform.ledger import EXACT_HEADERS_KEY, RequestLedger, StartResponse
 
 __all__ = ["CountingProxy"]
 
 _log = logging.getLogger(__name__)
 
 #: environ key under which the handler passes the request's headers with their exact spelling.
-_HEADERS_KEY = "ckptconform.proxy.headers"
+_HEADERS_KEY = EXACT_HEADERS_KEY
 _BLOCK = 1 << 16
 
 # Connection-level headers (RFC 9110 section 7.6.1) and Expect: never forwarded either way.

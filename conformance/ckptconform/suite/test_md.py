@@ -123,6 +123,34 @@ def test_no_second_metadata(sandbox, target, how):
     )
 
 
+@pytest.mark.clause("MD-3")
+@pytest.mark.backend_traits(object_store=True, any_credentials=True)
+@pytest.mark.parametrize("how", ["same-location", "new-location"])
+def test_no_second_metadata_where_conditional_writes_are_ignored(sandbox, target, backend, how):
+    """MD-3: on a server that ignores conditional writes (a second route to the backend whose
+    ledger removes If-None-Match) a second metadata stream still fails; the first stays."""
+    with backend.open_route() as route, route.ledger.ignoring_conditional_writes():
+        routed = {"storage_options": {**backend.storage_options, "endpoint_url": route.url}}
+        drv = JobDriver(sandbox, **routed, **file_options(target))
+        with tagged("MD-3", "finalize once where If-None-Match is ignored", sandbox, how=how):
+            drv.init_base()
+            location = drv.location(5)
+            completed = drv.finalize(location, b"first metadata")
+        again = location if how == "same-location" else drv.location(5)
+        expect_error(
+            OSError,
+            "MD-3",
+            "second metadata stream + finalize where If-None-Match is ignored",
+            lambda: drv.finalize(again, b"second metadata, longer than the first"),
+            sandbox,
+            how=how,
+        )
+        loc = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+        assert read_handle(loc.metadata_handle) == b"first metadata", fail_message(
+            "MD-3", "first _metadata where If-None-Match is ignored", sandbox, how=how
+        )
+
+
 @pytest.mark.clause("MD-9")
 @pytest.mark.parametrize("how", ["same-location", "new-location"])
 def test_second_metadata_exists_already(sandbox, target, how):
