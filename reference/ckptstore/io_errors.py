@@ -20,6 +20,9 @@ its failure), which raises:
 with a message that names the operation, the path and the endpoint, passed through
 ``ckptstore.redaction`` (no userinfo, no secret query parameter, no known secret value of the
 file system's options). The original exception is the ``__cause__``; its ``errno`` is kept.
+Client libraries quote what they were given (botocore refuses an endpoint URL by quoting it,
+query string and all), so the texts of the cause and of every exception chained to it are
+redacted in place as well: the chain keeps its types and attributes, and shows no secret.
 Errors the storage raises on purpose (``CheckpointStorageError``) pass unchanged, and so do
 exceptions that are not I/O at all unless the caller says every exception is (a ``TypeError``
 from a bug in the storage itself stays a ``TypeError``).
@@ -261,8 +264,42 @@ def _contract_error(
     except TypeError:
         error = CheckpointIOError(text)
     error.errno = code
-    error.__cause__ = cause
+    error.__cause__ = _scrubbed_chain(cause, secrets)
     return error
+
+
+def _scrubbed_chain(exc: BaseException, secrets: list[str]) -> BaseException:
+    """``exc`` with the texts of it and of its causes and contexts redacted, in place."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    pending: list[BaseException] = []
+    while current is not None or pending:
+        if current is None:
+            current = pending.pop()
+        if id(current) in seen:
+            current = None
+            continue
+        seen.add(id(current))
+        _scrub_texts(current, secrets)
+        if current.__context__ is not None and current.__context__ is not current.__cause__:
+            pending.append(current.__context__)
+        current = current.__cause__
+    return exc
+
+
+def _scrub_texts(exc: BaseException, secrets: list[str]) -> None:
+    """Redact the strings an exception shows: its ``args`` and an ``OSError``'s fields."""
+    if isinstance(exc, OSError):
+        for name in ("strerror", "filename", "filename2"):
+            value = getattr(exc, name, None)
+            if isinstance(value, str):
+                setattr(exc, name, redact_text(value, secrets, limit=None))
+    args = exc.args
+    scrubbed = tuple(
+        redact_text(arg, secrets, limit=None) if isinstance(arg, str) else arg for arg in args
+    )
+    if scrubbed != args:
+        exc.args = scrubbed
 
 
 def with_context(

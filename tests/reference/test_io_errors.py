@@ -66,6 +66,28 @@ def test_client_library_failure_becomes_checkpoint_io_error_naming_endpoint_and_
         assert secret not in message, message
     assert error.__cause__ is cause
     assert is_unreachable(cause)
+    # the chained client exception is redacted in place: same object, no secret in its text
+    for shown in (str(cause), repr(cause)):
+        for secret in (SECRET, "pw@", "sig=x"):
+            assert secret not in shown, shown
+
+
+def test_every_exception_chained_to_the_cause_is_redacted() -> None:
+    """Causes and contexts below the cause, OSError fields included, show no secret."""
+    inner = OSError(5, f"refused ?X-Amz-Security-Token={SECRET}", f"http://u:{SECRET}@h/f")
+    middle = ValueError(f"Custom endpoint `http://h/?sig={SECRET}` was not a valid URI", 7)
+    middle.__context__ = inner
+    cause = EndpointConnectionError(f"wrapped {SECRET}")
+    cause.__cause__ = middle
+    middle.__cause__ = cause  # a cycle must not hang the walk
+    with pytest.raises(CheckpointIOError) as caught, io_errors("read", PATH, _FakeS3()):
+        raise cause
+    assert caught.value.__cause__ is cause
+    for exc in (cause, middle, inner):
+        for shown in (str(exc), repr(exc)):
+            assert SECRET not in shown, shown
+    assert middle.args[1] == 7
+    assert inner.errno == 5
 
 
 def test_missing_file_becomes_not_found() -> None:

@@ -830,7 +830,9 @@ def test_no_secret_is_shown(sandbox, target, backend):
     proxy_password = f"ckptconform-proxy-{random_name(12)}"
     secret = f"ckptconform-secret-{random_name(12)}"
     token = f"ckptconform-token-{random_name(12)}"
-    watch = SecretWatch([password, proxy_password, secret, token])
+    query_token = f"ckptconform-query-token-{random_name(12)}"
+    query_sig = f"ckptconform-query-sig-{random_name(12)}"
+    watch = SecretWatch([password, proxy_password, secret, token, query_token, query_sig])
     endpoint = f"127.0.0.1:{closed_port()}"
     proxy = f"http://ckptconform:{proxy_password}@127.0.0.1:{closed_port()}"
     base = dict(backend.storage_options)
@@ -859,6 +861,20 @@ def test_no_secret_is_shown(sandbox, target, backend):
             UNREACHABLE_PHASE_SECONDS, lambda: _exercise(watch, sandbox, target, storage, False)
         ):
             notes.append(f"(steps after {UNREACHABLE_PHASE_SECONDS:g} s at {endpoint} abandoned)")
+        _watch_records(watch, records)
+    # the shape of presigned and SAS URLs: secrets in the endpoint's query string
+    signed = {
+        **with_secrets,
+        "endpoint_url": f"http://{endpoint}/?X-Amz-Security-Token={query_token}&sig={query_sig}",
+    }
+    with tagged("BAD-8", "make_storage with secrets in the endpoint's query", endpoint=endpoint):
+        storage = sandbox.make_storage(storage_options=signed, **options)
+    with own_log_records(target, storage) as records:
+        if not within(
+            UNREACHABLE_PHASE_SECONDS, lambda: _exercise(watch, sandbox, target, storage, False)
+        ):
+            notes.append(f"(steps with secrets in the query abandoned after "
+                         f"{UNREACHABLE_PHASE_SECONDS:g} s)")  # fmt: skip
         _watch_records(watch, records)
     leaks = list(watch.leaks)
     if backend.accepts_any_credentials:
