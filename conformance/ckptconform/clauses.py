@@ -148,8 +148,8 @@ OPTIONS: dict[str, Option] = {
         Option(
             "entropy_key",
             "str",
-            "a non-empty string that occurs as one path segment of checkpoint_dir (the suite "
-            "passes '_entropy_')",
+            "a non-empty string that occurs in the path of checkpoint_dir, as a segment or "
+            "inside one (the suite passes '_entropy_' both ways)",
             "The entropy marker of the checkpoint path (Flink's s3.entropy.key): replaced by "
             "random characters in data file paths, removed from the _metadata path and the "
             "external pointer.",
@@ -160,8 +160,8 @@ OPTIONS: dict[str, Option] = {
         Option(
             "entropy_length",
             "int",
-            ">= 1 characters (the suite passes 4); LAY-9 passes 0, -1 and non-integers and "
-            "expects an error",
+            ">= 1 characters (the suite passes 1 and 4); LAY-9 passes 0, -1 and non-integers "
+            "and expects an error",
             "How many random alphanumeric characters replace the entropy key in data file "
             "paths (Flink's s3.entropy.length).",
             "entropy-injection",
@@ -500,12 +500,15 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "Flink commits _metadata with no visible staging file, MD2).",
      ("MD2", "decision")),
     ("LAY-8", "MUST", ("entropy-injection",), "entropy key never reaches the store",
-     "With an entropy key in the checkpoint path, no object written carries the key (state of "
+     "With an entropy key in the checkpoint path (a whole segment with entropy_length 4, or "
+     "inside a segment, 'ent-<key>-x', with entropy_length 1), no object written carries the "
+     "key (state of "
      "every scope, task-owned state and, where fast-duplicate is claimed, the toolset's "
      "duplicates of it), and no request names a key that holds it (where a ledger counts "
      "requests): data files "
      "get entropy_length random alphanumeric characters in its place, the _metadata path and the "
-     "external pointer have it removed, and the pointer resolves, through a fresh storage, to the "
+     "external pointer have it removed (a segment left empty goes away), and the pointer "
+     "resolves, through a fresh storage, to the "
      "metadata and state written (Flink E2, E3, E4, E7, T-ENT1).",
      ("E3", "E4", "E7", "L7", "T-ENT1")),
     ("LAY-9", "MUST", ("entropy-injection",), "invalid entropy options are refused",

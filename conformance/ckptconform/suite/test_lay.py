@@ -220,18 +220,27 @@ def test_no_leftovers_after_finalization(sandbox, threshold):
     )
 
 
+#: LAY-8's entropy keys: (the segment of the checkpoint path that holds the key, the length)
+ENTROPY_CASES = (("_entropy_", 4), ("ent-_entropy_-x", 1))
+
+
 @pytest.mark.clause("LAY-8")
 @pytest.mark.options("inline_threshold")
 @pytest.mark.backend_traits(object_store=True)
-def test_entropy_never_reaches_the_store(sandbox, target, backend):
-    """LAY-8: with an entropy key, no written path has the key (nor, where a ledger counts
-    them, any request); the pointer has it removed."""
+@pytest.mark.parametrize(("segment", "length"), ENTROPY_CASES)
+def test_entropy_never_reaches_the_store(sandbox, target, backend, segment, length):
+    """LAY-8: with an entropy key (a whole segment of the path, or inside one), no written path
+    has the key (nor, where a ledger counts them, any request); the pointer has it removed."""
     key = "_entropy_"
-    base = join(sandbox.root, key, "checkpoints")
+    base = join(sandbox.root, segment, "checkpoints")
     ledger = backend.ledger
     with ledger.record() if ledger is not None else contextlib.nullcontext() as requests:
         drv = JobDriver(
-            sandbox, checkpoint_dir=base, inline_threshold=0, entropy_key=key, entropy_length=4
+            sandbox,
+            checkpoint_dir=base,
+            inline_threshold=0,
+            entropy_key=key,
+            entropy_length=length,
         )
         drv.init_base()
         completed, written = drv.checkpoint(
@@ -249,6 +258,8 @@ def test_entropy_never_reaches_the_store(sandbox, target, backend):
         "checkpoint with entropy key",
         sandbox,
         key=key,
+        segment=segment,
+        entropy_length=length,
         pointer=completed.external_pointer,
         files=files,
     )
@@ -256,13 +267,17 @@ def test_entropy_never_reaches_the_store(sandbox, target, backend):
     assert not [f for f in files if key in f], msg + "\na written path has the key"
     assert not keyed, msg + "\nrequests naming the key:\n" + "\n".join(map(str, keyed[:10]))
     assert key not in completed.external_pointer, msg + "\nthe pointer has the key"
-    without = join(sandbox.root, "checkpoints", str(drv.job_id), "chk-3")
+    removed = segment.replace(key, "")  # an emptied segment goes away (Flink E3)
+    without = join(sandbox.root, *([removed] if removed else []), "checkpoints")
+    without = join(without, str(drv.job_id), "chk-3")
     assert same_location(sandbox, completed.external_pointer, without), msg
+    prefix, _, suffix = segment.partition(key)
+    entropy = re.escape(prefix) + "[0-9A-Za-z]{" + str(length) + "}" + re.escape(suffix)
     for handle, _blob in [*written, (task_owned, None), *copies]:
         path = sandbox.raw_path(file_path(handle))
         root = sandbox.raw_path(sandbox.root)
-        assert re.match(re.escape(root) + r"/[0-9A-Za-z]{4}/checkpoints/", path), (
-            msg + f"\ndata file {path} has no entropy where the key was"
+        assert re.match(re.escape(root) + f"/{entropy}/checkpoints/", path), (
+            msg + f"\ndata file {path} has no {length} random characters where the key was"
         )
     resolved = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
     assert read_handle(resolved.metadata_handle) == b"entropy", msg
