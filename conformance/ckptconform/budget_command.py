@@ -3,7 +3,7 @@
     ckptconform budget --impl ckptstore [--backend moto|s3] [--tasks 64 --streams 4
         --checkpoints 5] [--runner auto|spark|threads] [--budgets FILE] [--baseline FILE]
         [--write-baseline FILE] [--fault OP:RATE:KIND[:KEY]] [--throttle OPS:PER_SECOND]
-        [--out DIR]
+        [--list-page-size N] [--out DIR]
 
 It prints a progress bar while the workload runs, then one table row per phase (requests by
 operation, the busiest second per key prefix, bytes moved, failed and retried requests), and
@@ -15,12 +15,16 @@ phase completes; what recovery costs is printed against the budgets but not gate
 
 Fault kinds: ``503`` (SlowDown), ``500`` (InternalError), ``drop`` (connection dropped before
 the server acts), ``drop-after-commit`` and ``500-after-commit`` (the server acts, the answer
-is lost or an error). Throttles answer S3's 503 SlowDown per key prefix beyond the rate.
+is lost or an error), ``hang`` (the server answers after 30 s) and ``denied-per-key``
+(DeleteObjects answered with an AccessDenied error for every key, nothing deleted). Throttles
+answer S3's 503 SlowDown per key prefix beyond the rate. ``--list-page-size`` answers listings
+a few entries at a time, as S3 does beyond 1000.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -35,6 +39,8 @@ FAULT_KINDS: dict[str, dict[str, Any]] = {
     "drop": {"drop_connection": True},
     "drop-after-commit": {"drop_connection": True, "after_commit": True},
     "500-after-commit": {"status": 500, "code": "InternalError", "after_commit": True},
+    "hang": {"delay": 30.0},
+    "denied-per-key": {"per_key": True, "code": "AccessDenied"},
 }
 
 
@@ -123,6 +129,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fault", action="append", default=[], help="OP[,OP]:RATE:KIND[:KEY]")
     parser.add_argument("--throttle", action="append", default=[], help="OP[,OP]:PER_SECOND")
     parser.add_argument("--seed", type=int, default=0, help="seed of the faults at a rate (0)")
+    parser.add_argument(
+        "--list-page-size",
+        type=int,
+        default=None,
+        help="answer listings (ListObjectsV2, ListObjects, ListMultipartUploads) in pages of "
+        "this many entries, as S3 does at 1000: the cost of a checkpoint of many pages",
+    )
     parser.add_argument("--out", default="budget-report", help="output directory")
     parser.add_argument("--no-plot", action="store_true", help="write no budget.png")
     parser.add_argument(
@@ -157,6 +170,8 @@ def _run(options: argparse.Namespace) -> int:
     for name in ("tasks", "streams", "checkpoints", "threads", "parallelism"):
         if getattr(options, name) < 1:
             raise UsageError(f"--{name} must be at least 1")
+    if options.list_page_size is not None and options.list_page_size < 1:
+        raise UsageError("--list-page-size must be at least 1")
     budgets = load_budgets(options.budgets)
     baseline = _read_baseline(options.baseline) if options.baseline else None
     faults = [parse_fault(spec) for spec in options.fault]
@@ -202,7 +217,12 @@ def _run(options: argparse.Namespace) -> int:
             restore=not options.no_restore,
             savepoint=not options.no_savepoint and "savepoints" in target.capabilities,
         )
-        with Progress(shape.phase_count()) as progress:
+        pages = (
+            ledger.small_pages(options.list_page_size)
+            if options.list_page_size
+            else contextlib.nullcontext()
+        )
+        with pages, Progress(shape.phase_count()) as progress:
             run = BudgetRun(
                 make_storage,
                 ledger,
@@ -226,6 +246,7 @@ def _run(options: argparse.Namespace) -> int:
             "shape": vars(shape),
             "faults": options.fault,
             "throttles": options.throttle,
+            "list_page_size": options.list_page_size,
             "budgets": budgets,
             "baseline": options.baseline,
             "totals": run.totals(),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ckptconform.budget_command import parse_fault
 from ckptconform.budgets import first_attempts
 from tests.meta.suite_runner import BROKEN_DIR
 
@@ -91,6 +92,22 @@ def test_faults_are_retried_and_every_checkpoint_completes(tmp_path):
     assert retried == failed
 
 
+def test_small_listing_pages_still_complete_every_phase(tmp_path):
+    """Disposal of the checkpoints not retained reads every page of its listings."""
+    run, document = _budget(tmp_path, "--impl=ckptstore", *SMALL, "--list-page-size=1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert document["list_page_size"] == 1
+    assert document["totals"]["completed"] is True
+
+
+def test_hang_and_per_key_denial_fault_kinds():
+    assert parse_fault("PutObject:0.5:hang") == {
+        "operation": ["PutObject"], "rate": 0.5, "times": None, "key_contains": None,
+        "delay": 30.0,
+    }  # fmt: skip
+    assert parse_fault("DeleteObjects:1:denied-per-key")["per_key"] is True
+
+
 def test_usage_errors_exit_4(tmp_path):
     run, _ = _budget(tmp_path, "--impl=ckptstore", "--fault=PutObject:2:503", *SMALL)
     assert run.returncode == 4
@@ -98,6 +115,9 @@ def test_usage_errors_exit_4(tmp_path):
     run, _ = _budget(tmp_path, "--tasks=0", "--impl=ckptstore")
     assert run.returncode == 4
     assert "--tasks must be at least 1" in run.stderr
+    run, _ = _budget(tmp_path, "--list-page-size=0", "--impl=ckptstore")
+    assert run.returncode == 4
+    assert "--list-page-size must be at least 1" in run.stderr
 
 
 def test_same_workload_same_counts_on_moto_and_s3rver(tmp_path):
