@@ -316,7 +316,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "On object stores, when two storages in one process reach the same bucket through "
      "different endpoint URLs, the handles and completed checkpoints of each (as written, and "
      "as resolved from its pointer) read and dispose through the endpoint of the storage that "
-     "wrote them, also after a storage with the other endpoint was made (decision: "
+     "wrote them, also after a storage with the other endpoint was made, and everything the "
+     "storage made first does after that (initializing a checkpoint's location, writing "
+     "exclusive, shared and task-owned state, duplicating state into task-owned state with "
+     "the toolset where fast-duplicate is claimed, a savepoint at the default savepoint "
+     "directory where savepoints is claimed, dispose_on_failure) sends its requests through "
+     "its own endpoint only (decision: "
      "ckptstore.api's rule for handles read elsewhere, first rule; a process may serve two jobs "
      "that reach one bucket by different routes, and the storage made last must not redirect "
      "the other's requests).",

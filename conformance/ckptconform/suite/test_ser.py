@@ -12,6 +12,7 @@ state.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import subprocess
@@ -309,3 +310,43 @@ def test_each_storage_keeps_its_own_route(sandbox, target, backend, writer):
             require(deletes >= 1, "SER-8", msg)
         else:
             require(len(disposal) == 0, "SER-8", msg)
+        _keeps_working_through_its_route(sandbox, target, backend, route, drv, writer)
+
+
+def _keeps_working_through_its_route(sandbox, target, backend, route, drv, writer):
+    """SER-8: after the other storage was made, everything the first one does (a checkpoint's
+    location, exclusive, shared and task-owned state, duplicates, a savepoint, disposing the
+    aborted location) sends its requests through its own endpoint only."""
+    inputs = {"writer": writer, "route": route.url}
+    everywhere = backend.ledger.record() if backend.ledger is not None else None
+    with (
+        route.ledger.record() as via_route,
+        everywhere or _no_recording() as seen,
+        tagged("SER-8", "work on after the other storage was made", sandbox, **inputs),
+    ):
+        location = drv.location(4)
+        factory = drv.worker(4, location.location_reference)
+        written = [
+            drv.write(factory, payload(3000, 4), EXCLUSIVE),
+            drv.write(factory, payload(2000, 5), SHARED),
+        ]
+        drv.task_owned(payload(1000, 6))
+        if "fast-duplicate" in target.capabilities:
+            toolset = drv.access.create_task_owned_checkpoint_state_toolset()
+            toolset.duplicate([h for h in written if toolset.can_fast_duplicate(h)])
+        if "savepoints" in target.capabilities and drv.access.has_default_savepoint_location():
+            savepoint = drv.access.initialize_location_for_savepoint(9, None)
+            drv.finalize(savepoint, b"savepoint through the first storage's route")
+        location.dispose_on_failure()
+    msg = fail_message("SER-8", "which endpoint the first storage's work took", sandbox, **inputs)
+    msg += f"\nthrough the second route:\n{via_route.summary()}"
+    if writer == "own-endpoint":
+        require(len(via_route) == 0, "SER-8", msg)
+    elif seen is not None:
+        msg += f"\nat the server:\n{seen.summary()}"
+        require(len(via_route) == len(seen), "SER-8", msg)
+
+
+@contextlib.contextmanager
+def _no_recording():
+    yield None
