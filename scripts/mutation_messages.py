@@ -59,9 +59,16 @@ class MessageParameter:
 Site = tuple[str, str | int]
 
 
+#: Module loggers of the reference: their calls are named ``_LOG.<method>``, so that a message
+#: entry for a log call never matches another object's method of the same name (``fs.info``).
+LOGGERS = frozenset({"_LOG"})
+
+
 def _callee(call: ast.Call) -> str:
     func = call.func
     if isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and func.value.id in LOGGERS:
+            return f"{func.value.id}.{func.attr}"
         return func.attr
     if isinstance(func, ast.Name):
         return func.id

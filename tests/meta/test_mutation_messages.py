@@ -217,3 +217,33 @@ def test_a_local_that_feeds_only_a_raised_errors_words_is_a_message(
     path.write_text(textwrap.dedent(RAISING + mutated), encoding="utf-8")
     reason = messages.message_reason("ckptstore.pointers.x_resolve__mutmut_1", path, [])
     assert bool(reason) is excused, change
+
+
+LOGGING = """
+    def x_probe__mutmut_orig(fs, path):
+        _LOG.warning("could not delete %s (%s)", path.url, describe(fs))
+        return fs.info(path.path)
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "excused"),
+    [
+        ('"could not delete %s (%s)" => None', True),
+        ("path.url, describe(fs)) => path.url, describe(None))", True),
+        ("fs.info(path.path) => fs.info(None)", False),
+    ],
+)
+def test_log_lines_are_message_text_other_methods_of_that_name_are_not(
+    tmp_path: Path, change: str, excused: bool
+) -> None:
+    """``_LOG.warning``'s arguments are words; ``fs.info``'s are not, although both are
+    attribute calls (the logger's calls are named ``_LOG.<method>``)."""
+    source = LOGGING + LOGGING.replace("mutmut_orig", "mutmut_1").replace(*change.split(" => "))
+    path = tmp_path / "s3.py"
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    parameters = [
+        messages.MessageParameter("_LOG.warning", f"arg{n}", n, "a log line") for n in range(3)
+    ]
+    reason = messages.message_reason("ckptstore.s3.x_probe__mutmut_1", path, parameters)
+    assert bool(reason) is excused, change
