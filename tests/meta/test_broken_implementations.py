@@ -83,3 +83,41 @@ def test_every_broken_module_is_listed():
         f"not listed: {sorted(found - set(ckptbroken.MODULES))}; "
         f"listed, no module: {sorted(set(ckptbroken.MODULES) - found)}"
     )
+
+
+_SNAPSHOT = """
+import importlib, inspect, json, pkgutil, sys
+sys.path.insert(0, sys.argv[1])
+import ckptstore
+names = [m.name for m in pkgutil.iter_modules(ckptstore.__path__)]
+modules = [importlib.import_module(f"ckptstore.{name}") for name in names]
+def snapshot():
+    seen = {}
+    for module in modules:
+        for name, value in vars(module).items():
+            seen[f"{module.__name__}.{name}"] = id(value)
+            if inspect.isclass(value) and value.__module__ == module.__name__:
+                for attribute, member in vars(value).items():
+                    seen[f"{module.__name__}.{name}.{attribute}"] = id(member)
+    return seen
+before = snapshot()
+import ckptbroken
+for name in ckptbroken.MODULES:
+    importlib.import_module(f"ckptbroken.{name}")
+after = snapshot()
+print(json.dumps(sorted(key for key, value in before.items() if after.get(key) != value)))
+"""
+
+
+def test_importing_a_broken_module_changes_no_reference_code():
+    """A defect that replaces a function of the reference does so when its storage is made
+    (``broken(patch=...)``), never at import: the meta-tests import every module to read its
+    ``breaks``, and the reference's own tests share their processes."""
+    import json
+    import subprocess
+
+    run = subprocess.run(
+        [sys.executable, "-c", _SNAPSHOT, str(BROKEN_DIR)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert json.loads(run.stdout) == [], run.stdout
