@@ -269,7 +269,10 @@ GROUP_NOTES: dict[str, str] = {
     "`ckptconform.workload` runs with tasks on threads of the suite's process, and inject the "
     "ledger's faults: S3-style errors with S3's own bodies, connections dropped before or "
     "after the server carried a request out, token buckets per key prefix answering 503 "
-    "SlowDown. They run on object stores with a ledger. `ckptconform budget` runs the same "
+    "SlowDown, a server that hangs, DeleteObjects answered with an error per key, and "
+    "listings answered a few entries per page from a snapshot (no signed request is changed, "
+    "so all of these work behind the counting proxy). They run on object stores with a "
+    "ledger. `ckptconform budget` runs the same "
     "workload at scale (on Spark where it can) against budgets and a baseline.",
 }
 

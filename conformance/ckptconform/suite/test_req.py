@@ -4,7 +4,8 @@ Counted at the server through the backend's request ledger (moto, s3rver, minio,
 workload of ``ckptconform.workload`` on threads of this process: the driver is the coordinator,
 each thread pool task an operator subtask. Faults and throttling are the ledger's: S3-style
 errors with S3's own bodies, connections dropped before or after the server carried a request
-out, token buckets per key prefix. ``ckptconform budget`` runs the same workload at scale.
+out, token buckets per key prefix, hangs, DeleteObjects with an error per key, listings in small
+pages. ``ckptconform budget`` runs the same workload at scale.
 """
 
 from __future__ import annotations
