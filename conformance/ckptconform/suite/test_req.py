@@ -65,6 +65,13 @@ def _coordinator(sandbox: Any, target: Any, tasks: int, **options: Any) -> Coord
     )
 
 
+def _short_budget(target: Any) -> dict[str, Any]:
+    """One attempt within 5 s where the target claims retry-budget: refused requests end fast."""
+    if "retry-budget" not in target.capabilities:
+        return {}
+    return {"retry_attempts": 1, "retry_seconds": 5}
+
+
 def _file_backed(record: StateRecord) -> bool:
     handle = pickle.loads(record.handle) if record.handle is not None else None
     return isinstance(getattr(handle, "file_path", None), str)
@@ -337,11 +344,7 @@ def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
         raw.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=prefix)
     except OSError as exc:
         pytest.skip(f"backend {backend.name} cannot list multipart uploads ({exc}): not checkable")
-    upload = raw.call_s3("create_multipart_upload", Bucket=bucket, Key=key)
-    raw.call_s3(
-        "upload_part", Bucket=bucket, Key=key, UploadId=upload["UploadId"], PartNumber=1,
-        Body=b"p" * (5 * 2**20),
-    )  # fmt: skip
+    _open_upload(backend, sandbox, crashed)
     with tagged("REQ-7", "dispose_on_failure", sandbox):
         location.dispose_on_failure()
     left = open_uploads_below(sandbox, directory)  # the suite cleans up what the storage left
@@ -355,9 +358,7 @@ def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
 def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
     """REQ-8: a refused DeleteObject makes discard_state() raise an OSError and leaves the state
     readable; a DeleteObject carried out whose answers are lost still counts as done."""
-    budget = (
-        {"retry_attempts": 1, "retry_seconds": 5} if "retry-budget" in target.capabilities else {}
-    )
+    budget = _short_budget(target)
     drv = JobDriver(sandbox, **file_options(target), **budget)
     blob = payload(3000, 8)
     with tagged("REQ-8", "write a state file", sandbox):
@@ -470,9 +471,7 @@ def test_disposal_reads_every_page(sandbox, target, ledger, backend):
 def test_disposal_reports_what_it_could_not_delete(sandbox, target, ledger):
     """REQ-10: while the server refuses every deletion, dispose_on_failure and
     dispose_storage_location raise an OSError and every state file still reads."""
-    budget = (
-        {"retry_attempts": 1, "retry_seconds": 5} if "retry-budget" in target.capabilities else {}
-    )
+    budget = _short_budget(target)
     drv = JobDriver(sandbox, **file_options(target), **budget)
     with tagged("REQ-10", "initialize the checkpoints", sandbox):
         drv.init_base()
