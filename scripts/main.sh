@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The main job: set up, then run the conformance suite against the reference storage on the
-# embedded backends (local, memory, moto's S3 server on 127.0.0.1, and MinIO where a Docker
-# engine answers; otherwise its leg is skipped with the reason) and on the Spark leg (a
-# local-cluster[2,1,1024] where Java 17 is found; otherwise skipped with the reason), and print
-# the clause report. The moto leg is required: it fails rather than skips (CI requires Spark too). Extra arguments go to `ckptconform`
+# embedded backends (local, memory, moto's S3 server on 127.0.0.1, an asyncssh SFTP server on
+# 127.0.0.1, and MinIO where a Docker engine answers; otherwise its leg is skipped with the
+# reason) and on the Spark leg (a local-cluster[2,1,1024] where Java 17 is found; otherwise
+# skipped with the reason), and print the clause report. The moto and sftp legs are required:
+# they fail rather than skip (CI requires Spark too). Extra arguments go to `ckptconform`
 # (e.g. --backend=local or --impl=mypkg) and to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/ckptconform --impl=ckptstore --backend=local,memory,moto,minio \
-  --require-legs=moto --report-dir conformance-report "$@"
+exec .venv/bin/ckptconform --impl=ckptstore --backend=local,memory,moto,sftp,minio \
+  --require-legs=moto,sftp --report-dir conformance-report "$@"

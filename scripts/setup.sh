@@ -12,4 +12,4 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PYTHON" -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${CKPT_EXTRAS:-[s3,spark,budget,minio,dev]}"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${CKPT_EXTRAS:-[s3,spark,budget,minio,sftp,dev]}"

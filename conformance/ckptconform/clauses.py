@@ -109,16 +109,17 @@ OPTIONS: dict[str, Option] = {
             "storage_options",
             "Mapping[str, Any]",
             "fsspec-style connection settings; s3fs's keys on S3 legs: endpoint_url, key, "
-            "secret, token, client_kwargs (region_name, aws_session_token); {} on local and "
-            "memory",
+            "secret, token, client_kwargs (region_name, aws_session_token); fsspec's sftp "
+            "keys on the sftp leg: host, port, username, password; {} on local and memory",
             "How to reach the backend under test: the endpoint and credentials of the S3 "
-            "server the suite runs or was given. A storage reaches the store with these "
+            "or SFTP server the suite runs or was given. A storage reaches the store with these "
             "settings (whatever library it uses) and holds them as configuration (SER-5).",
             None,
             "on every leg, to every test (a target that declares 'options' without it gets "
-            "none, and legs whose backend has connection settings, moto, minio, s3rver and s3, "
-            "are skipped for it); BAD-8's and SPK-4 to SPK-6's tests pass variants: other "
-            "credentials, another route to the same server, secrets in the endpoint URL.",
+            "none, and legs whose backend has connection settings, moto, minio, s3rver, s3 "
+            "and sftp, are skipped for it); BAD-8's and SPK-4 to SPK-6's tests pass "
+            "variants: other credentials, another route to the same server, secrets in the "
+            "endpoint URL.",
         ),
         Option(
             "inline_threshold",

@@ -38,7 +38,12 @@ class ConformanceTarget(Protocol):
 
     @property
     def capabilities(self) -> Collection[str]:
-        """The optional features it claims (CONFORMANCE.md, "Capabilities")."""
+        """The optional features it claims (CONFORMANCE.md, "Capabilities").
+
+        A mapping (also a collection of its keys) claims each capability on the schemes its
+        value names, ``None`` meaning every scheme: ``{"fast-duplicate": {"s3"},
+        "savepoints": None}``. Tests of a capability on another scheme's leg are skipped.
+        """
         ...
 
     @property

@@ -316,7 +316,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     target = state.target
     lines = [
         f"ckptconform {__version__}: target {target.describe()}",
-        f"  capabilities: {', '.join(sorted(target.capabilities)) or 'none'}",
+        f"  capabilities: {', '.join(target.capability_labels()) or 'none'}",
         f"  schemes: {', '.join(sorted(target.schemes)) if target.schemes else 'any'}",
         "  options: "
         + ("all" if target.options is None else ", ".join(sorted(target.options)) or "none"),
@@ -441,6 +441,8 @@ def _offer(state: RunState) -> Offer:
             backend.name: {trait: bool(getattr(backend, attr)) for trait, attr in TRAITS.items()}
             for backend in state.pool
         },
+        capability_schemes=dict(target.capability_schemes),
+        backend_schemes={backend.name: backend.scheme for backend in state.pool},
     )
 
 
@@ -675,6 +677,9 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
             "version": target.version,
         },
         "capabilities": sorted(target.capabilities),
+        "capability_schemes": {
+            name: sorted(schemes) for name, schemes in sorted(target.capability_schemes.items())
+        },
         "schemes": sorted(target.schemes) if target.schemes else None,
         "options": sorted(target.options) if target.options is not None else None,
         "known_failures": dict(target.known_failures),

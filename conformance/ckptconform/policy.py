@@ -7,7 +7,9 @@ that applies, when
 1. its backend's leg cannot run (unsupported scheme, no server, ...) or, for a Spark test, the
    Spark leg cannot;
 2. it needs a capability the target does not claim: those of its clauses (``CLAUSES``) and of
-   its ``requires`` marker -> "capability X not claimed by <target>";
+   its ``requires`` marker -> "capability X not claimed by <target>", or claims only on other
+   schemes than its backend's -> "capability X not claimed by <target> on scheme Y (only on
+   Z)";
 3. it needs an option key the target does not declare (only for targets that declare
    ``options``): the keys of those capabilities (``OPTIONS[key].capability``) and of its
    ``options`` marker -> "option X not supported by <target>";
@@ -69,6 +71,18 @@ class Offer:
     leg_skips: Mapping[str, str] = field(default_factory=dict)
     #: backend name -> trait -> value
     traits: Mapping[str, Mapping[str, bool]] = field(default_factory=dict)
+    #: capability -> the only schemes on which the target claims it
+    capability_schemes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #: backend name -> the URL scheme the target sees on it
+    backend_schemes: Mapping[str, str] = field(default_factory=dict)
+
+    def scheme_restriction(self, capability: str, backend: str | None) -> str | None:
+        """Why ``capability`` does not hold on ``backend``'s scheme (``None``: it holds)."""
+        holds = self.capability_schemes.get(capability)
+        scheme = self.backend_schemes.get(backend) if backend is not None else None
+        if holds is None or scheme is None or scheme in holds:
+            return None
+        return f"on scheme {scheme} (only on {', '.join(sorted(holds))})"
 
 
 def needs_of(
@@ -115,6 +129,12 @@ def skip_reason(needs: Needs, offer: Offer) -> tuple[str | None, list[str]]:
         missing = [cap for cap in needs.capabilities if cap not in offer.capabilities]
         if missing:
             reason = f"capability {', '.join(missing)} not claimed by {offer.target}"
+    if reason is None:
+        for cap in needs.capabilities:
+            elsewhere = offer.scheme_restriction(cap, needs.backend)
+            if elsewhere is not None:
+                reason = f"capability {cap} not claimed by {offer.target} {elsewhere}"
+                break
     if reason is None and offer.options is not None:
         unsupported = [key for key in needs.options if key not in offer.options]
         if unsupported:

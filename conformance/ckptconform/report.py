@@ -266,7 +266,12 @@ def render_markdown(document: Mapping[str, Any]) -> str:
     out.append(f"- target: **{target.get('name', '?')}** ({target.get('origin', '')})")
     if target.get("version"):
         out.append(f"- target version: {target['version']}")
-    out.append(f"- capabilities: {', '.join(header.get('capabilities', [])) or 'none'}")
+    restricted = header.get("capability_schemes") or {}
+    capabilities = [
+        f"{name} (on {', '.join(restricted[name])})" if name in restricted else name
+        for name in header.get("capabilities", [])
+    ]
+    out.append(f"- capabilities: {', '.join(capabilities) or 'none'}")
     schemes = header.get("schemes")
     out.append(f"- schemes: {', '.join(schemes) if schemes else 'any'}")
     for backend in header.get("backends", []):

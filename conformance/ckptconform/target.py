@@ -16,6 +16,11 @@ never a skip.
 A target that declares them gets only those keys (an empty ``storage_options`` is left out when
 it does not declare that key), must declare the keys of every capability it claims, and the
 plugin skips the tests that need another key. Without ``options`` every key is passed.
+
+``capabilities`` is a collection of capability names, or a mapping from each name to the
+schemes on which the capability holds (``None``: on every scheme): a storage that copies
+server-side on S3 but not over SFTP claims ``{"fast-duplicate": {"s3"}}``, and the plugin
+skips that capability's tests on the other legs with the reason.
 """
 
 from __future__ import annotations
@@ -68,6 +73,9 @@ class Target:
     version: str | None = None
     #: the option keys the target declares; None: it declares none and gets every key
     options: frozenset[str] | None = None
+    #: capability -> the only schemes on which it holds (capabilities claimed everywhere are
+    #: not keys)
+    capability_schemes: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def make_storage(
         self,
@@ -105,6 +113,22 @@ class Target:
 
     def supports_scheme(self, scheme: str) -> bool:
         return self.schemes is None or scheme in self.schemes
+
+    def claims(self, capability: str, scheme: str | None = None) -> bool:
+        """Whether the target claims ``capability`` (on ``scheme``, when one is given)."""
+        if capability not in self.capabilities:
+            return False
+        holds = self.capability_schemes.get(capability)
+        return scheme is None or holds is None or scheme in holds
+
+    def capability_labels(self) -> list[str]:
+        """The claimed capabilities, sorted, each with the schemes it is restricted to."""
+        return [
+            f"{name} (on {', '.join(sorted(self.capability_schemes[name]))})"
+            if name in self.capability_schemes
+            else name
+            for name in sorted(self.capabilities)
+        ]
 
     def supports_option(self, key: str) -> bool:
         return self.options is None or key in self.options
@@ -218,7 +242,8 @@ def validate_target(
     if not callable(factory):
         problems.append(f"'make_storage' must be callable, got {factory!r}")
 
-    capabilities = _string_set(getattr(obj, "capabilities", None), "capabilities", problems)
+    raw_capabilities = getattr(obj, "capabilities", None)
+    capabilities = _string_set(raw_capabilities, "capabilities", problems)
     if capabilities is None:
         capabilities = frozenset()
         if not hasattr(obj, "capabilities"):
@@ -232,6 +257,7 @@ def validate_target(
         schemes = frozenset(s.lower() for s in schemes)
         if not schemes:
             problems.append("'schemes' is empty; leave it out to accept every scheme")
+    capability_schemes = _capability_schemes(raw_capabilities, schemes, problems)
 
     known_failures: dict[str, str] = {}
     raw_failures = getattr(obj, "known_failures", None)
@@ -275,7 +301,34 @@ def validate_target(
         origin=origin,
         version=version,
         options=options,
+        capability_schemes=capability_schemes,
     )
+
+
+def _capability_schemes(
+    raw: Any, schemes: frozenset[str] | None, problems: list[str]
+) -> dict[str, frozenset[str]]:
+    """capability -> schemes of a ``capabilities`` mapping (only the restricted ones)."""
+    if not isinstance(raw, Mapping):
+        return {}
+    restricted: dict[str, frozenset[str]] = {}
+    for capability, holds in raw.items():
+        if holds is None:
+            continue
+        where = f"capabilities[{capability!r}]"
+        found = _string_set(holds, where, problems)
+        if found is None:
+            continue
+        found = frozenset(s.lower() for s in found)
+        if not found:
+            problems.append(f"{where} is empty; do not claim {capability!r}, or give None")
+            continue
+        if schemes is not None and found - schemes:
+            problems.append(
+                f"{where} names schemes {sorted(found - schemes)} that 'schemes' leaves out"
+            )
+        restricted[str(capability)] = found
+    return restricted
 
 
 def _string_set(value: Any, attr: str, problems: list[str]) -> frozenset[str] | None:

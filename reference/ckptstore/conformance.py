@@ -1,9 +1,10 @@
 """The reference's conformance targets: what ``ckptconform --impl ckptstore[-jobmanager]`` runs.
 
-A target is a plain object (ARCHITECTURE.md section 4): ``name``, ``capabilities``,
-``schemes``, ``known_failures``, ``options`` and ``make_storage(*, checkpoint_dir,
-savepoint_dir, options)``. Nothing here imports ``ckptconform``; capabilities and option keys
-are plain strings from the suite's documented lists (CONFORMANCE.md); each target declares as
+A target is a plain object (ARCHITECTURE.md section 4): ``name``, ``capabilities`` (here a
+mapping: capability -> the schemes where it holds, ``None`` for all), ``schemes``,
+``known_failures``, ``options`` and ``make_storage(*, checkpoint_dir, savepoint_dir,
+options)``. Nothing here imports ``ckptconform``; capabilities and option keys are plain
+strings from the suite's documented lists (CONFORMANCE.md); each target declares as
 ``options`` the keys of its translation table.
 
 - ``conformance_target`` ("ckptstore"): ``FileSystemCheckpointStorage``.
@@ -34,11 +35,16 @@ from typing import Any
 
 from ckptstore.api import CheckpointStorage
 from ckptstore.errors import ConfigurationError, InvalidArgumentError
+from ckptstore.filesystems import traits_for
 from ckptstore.validation import describe
 
 __all__ = ["ReferenceTarget", "conformance_target", "jobmanager_target"]
 
-_SCHEMES = frozenset({"file", "memory", "s3"})
+_SCHEMES = frozenset({"file", "memory", "s3", "sftp"})
+#: The schemes whose file systems copy without moving the bytes through this process
+#: (hard links, memory copies, S3 CopyObject); SFTP has no server-side copy, so the reference
+#: answers can_fast_duplicate() False there and claims ``fast-duplicate`` only on these.
+_COPY_SCHEMES = frozenset(s for s in _SCHEMES if traits_for(s).server_side_copy)
 
 #: suite option key -> FileSystemCheckpointStorage keyword
 _FS_OPTIONS = MappingProxyType(
@@ -114,7 +120,8 @@ class ReferenceTarget:
     """A conformance target backed by one of the reference's storages."""
 
     name: str
-    capabilities: frozenset[str]
+    #: capability -> the schemes where it holds (None: all of ``schemes``)
+    capabilities: Mapping[str, frozenset[str] | None]
     schemes: frozenset[str]
     supported_options: Mapping[str, str]
     factory: Callable[[Any, str | None, dict[str, Any]], CheckpointStorage] = field(repr=False)
@@ -140,18 +147,18 @@ class ReferenceTarget:
 #: FileSystemCheckpointStorage: everything but the JobManager's memory limit.
 conformance_target = ReferenceTarget(
     name="ckptstore",
-    capabilities=frozenset(
+    capabilities=MappingProxyType(
         {
-            "file-layout",
-            "inline-state",
-            "savepoints",
-            "relocatable-savepoints",
-            "task-owned-state",
-            "fast-duplicate",
-            "entropy-injection",
-            "flat-layout",
-            "retry-budget",
-            "redacts-secrets",
+            "file-layout": None,
+            "inline-state": None,
+            "savepoints": None,
+            "relocatable-savepoints": None,
+            "task-owned-state": None,
+            "fast-duplicate": _COPY_SCHEMES,
+            "entropy-injection": None,
+            "flat-layout": None,
+            "retry-budget": None,
+            "redacts-secrets": None,
         }
     ),
     schemes=_SCHEMES,
@@ -163,14 +170,16 @@ conformance_target = ReferenceTarget(
 #: savepoints on the file system. No inline threshold, no state files, no task-owned files.
 jobmanager_target = ReferenceTarget(
     name="ckptstore-jobmanager",
-    capabilities=frozenset(
-        {
-            "savepoints",
-            "relocatable-savepoints",
-            "memory-limit",
-            "redacts-secrets",
-            "in-memory-checkpoints",
-        }
+    capabilities=MappingProxyType(
+        dict.fromkeys(
+            (
+                "savepoints",
+                "relocatable-savepoints",
+                "memory-limit",
+                "redacts-secrets",
+                "in-memory-checkpoints",
+            )
+        )
     ),
     schemes=_SCHEMES,
     supported_options=_JM_OPTIONS,

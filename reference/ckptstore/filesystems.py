@@ -96,16 +96,18 @@ from ckptstore.errors import (
     UnsupportedSchemeError,
 )
 from ckptstore.io_errors import (
-    endpoint_label,
+    describe_endpoint,
+    endpoint_option,
     guarded_reader,
     guarded_writer,
     io_errors,
     is_unreachable,
     public_endpoint,
+    region_option,
     translate_io_error,
     unwrap_writer,
 )
-from ckptstore.paths import S3_SCHEMES, StoragePath
+from ckptstore.paths import HOST_SCHEMES, S3_SCHEMES, StoragePath
 from ckptstore.redaction import redact_text
 
 __all__ = [
@@ -115,6 +117,7 @@ __all__ = [
     "OBJECT_STORE_UPLOAD_BUFFER",
     "S3_DEFAULTS",
     "S3_SCHEMES",
+    "THREAD_BOUND_SCHEMES",
     "OpenUpload",
     "RetryBudget",
     "SchemeTraits",
@@ -125,6 +128,7 @@ __all__ = [
     "delete_file",
     "delete_tree",
     "discard_writer",
+    "exclusive_mode",
     "existing_size",
     "file_info",
     "filesystem_for",
@@ -153,7 +157,11 @@ __all__ = [
 OBJECT_STORE_SCHEMES = frozenset(
     S3_SCHEMES | {"gs", "gcs", "az", "abfs", "abfss", "adl", "oss", "r2", "b2", "wasb", "wasbs"}
 )
-#: Schemes whose file systems have real directories that must exist before files go in.
+#: Schemes whose fsspec clients must not be shared by threads (paramiko's SFTP client mixes
+#: up the answers of concurrent requests and hangs): each thread gets its own connection.
+THREAD_BOUND_SCHEMES = frozenset({"sftp", "ssh", "ftp"})
+#: Local schemes: real directories, and no connection options (the user's are meant for the
+#: remote store). Remote file systems with directories are :data:`HOST_SCHEMES`.
 DIRECTORY_SCHEMES = frozenset({"file", "memory"})
 #: Bytes of one S3 state upload held in memory at most (``ckptstore.s3.ExclusiveUpload``):
 #: a state up to this size is one PutObject; a larger one a multipart upload of a first part
@@ -191,7 +199,6 @@ S3_DEFAULTS: Mapping[str, Any] = {
 _S3_RETRY_ENVIRONMENT = ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE")
 # fsspec applies its configuration for every protocol name of the implementation class.
 _CONFIG_PROTOCOLS = {"s3": ("s3", "s3a"), "gs": ("gs", "gcs")}
-_ENDPOINT_OPTIONS = ("endpoint_url", "endpoint", "account_url", "account_name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +221,7 @@ class SchemeTraits:
 def traits_for(scheme: str) -> SchemeTraits:
     """Traits of a canonical scheme; unknown schemes are treated as object stores."""
     scheme = scheme.lower()
-    directories = scheme in DIRECTORY_SCHEMES
+    directories = scheme in DIRECTORY_SCHEMES or scheme in HOST_SCHEMES
     return SchemeTraits(
         scheme=scheme,
         object_store=not directories,
@@ -412,32 +419,15 @@ def _digest(value: Any, *, salted: bool = False) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def _endpoint_option(options: Mapping[str, Any]) -> Any:
-    for name in _ENDPOINT_OPTIONS:
-        if options.get(name):
-            return options[name]
-    client_kwargs = options.get("client_kwargs")
-    if isinstance(client_kwargs, Mapping) and client_kwargs.get("endpoint_url"):
-        return client_kwargs["endpoint_url"]
-    return None
-
-
-def _region_option(options: Mapping[str, Any]) -> Any:
-    client_kwargs = options.get("client_kwargs")
-    if isinstance(client_kwargs, Mapping):
-        return client_kwargs.get("region_name")
-    return None
-
-
 def _identity(scheme: str, options: Mapping[str, Any]) -> str:
     family = _family(scheme)
     if scheme in DIRECTORY_SCHEMES:
         parts: list[Any] = [family]
     else:
-        endpoint = public_endpoint(_endpoint_option(options))
+        endpoint = public_endpoint(endpoint_option(options))
         parts = [family, endpoint]
         if endpoint is None:
-            parts.append(str(_region_option(options) or ""))
+            parts.append(str(region_option(options) or ""))
     return "fs-" + _digest(parts)[:16]
 
 
@@ -469,7 +459,7 @@ _BY_STORE_AUTHORITY: dict[tuple[str, str], str] = {}
 #: (scheme family, authority) -> key of the most recent registration naming it (rule 2)
 _BY_AUTHORITY: dict[tuple[str, str], str] = {}
 #: (options key, pid) -> file system instance
-_INSTANCES: dict[tuple[str, int], Any] = {}
+_INSTANCES: dict[tuple[str, int, int | None], Any] = {}
 _MEMORY_LOCK = threading.Lock()
 
 
@@ -530,6 +520,8 @@ def _instantiate(scheme: str, options: Mapping[str, Any]) -> Any:
         # s3fs with the retry budget; ``retries`` (s3fs keeps it as an attribute: its
         # __init__ passes unknown names on to the botocore session) on a private instance
         return s3.instantiate(kwargs)
+    if scheme in THREAD_BOUND_SCHEMES:
+        kwargs["skip_instance_cache"] = True  # fsspec's cache would share it between threads
     return fsspec.filesystem(scheme, **kwargs)
 
 
@@ -543,7 +535,9 @@ def get_filesystem(scheme: str, token: str | None = None, *, authority: str | No
         registration = _lookup(scheme, token, authority)
         if registration is None:
             registration = _registration(scheme, filesystem_options(scheme, None))
-        cache_key = (registration.key, os.getpid())
+        # one SFTP/FTP client per thread: their clients (paramiko, ftplib) serve one thread
+        thread = threading.get_ident() if scheme in THREAD_BOUND_SCHEMES else None
+        cache_key = (registration.key, os.getpid(), thread)
         fs = _INSTANCES.get(cache_key)
         if fs is None:
             fs = _instantiate_or_fail(registration.scheme, registration.options)
@@ -570,13 +564,9 @@ def _instantiate_or_fail(scheme: str, options: Mapping[str, Any]) -> Any:
         failure = exc
     raise CheckpointIOError(
         f"Cannot create the '{scheme}' file system (endpoint "
-        f"{endpoint_label(None, scheme) if scheme in DIRECTORY_SCHEMES else _shown(options)}): "
+        f"{describe_endpoint(scheme, options)}): "
         f"{type(failure).__name__}: {redact_text(str(failure), limit=300)}"
     ) from failure
-
-
-def _shown(options: Mapping[str, Any]) -> str:
-    return public_endpoint(_endpoint_option(options)) or "the default endpoint"
 
 
 def filesystem_for(path: StoragePath, token: str | None = None) -> Any:
@@ -588,14 +578,32 @@ def filesystem_for(path: StoragePath, token: str | None = None) -> Any:
 
 
 def make_directories(fs: Any, path: StoragePath) -> None:
-    """``makedirs(path, exist_ok=True)`` on directory file systems; nothing on object stores."""
+    """``makedirs(path, exist_ok=True)`` on directory file systems; nothing on object stores.
+
+    A directory that another writer created meanwhile is no failure, also where the file
+    system reports it as a generic error (SFTP's and FTP's clients: "File exists"), and also
+    where it was a parent (``makedirs`` creates them one by one): then it tries again, as
+    often as there could be parents to lose the race for.
+    """
     if not traits_for(path.scheme).real_directories:
         return
     with io_errors("create the directory", path, fs, any_exception=True):
-        try:
-            fs.makedirs(path.path, exist_ok=True)
-        except FileExistsError:
-            return
+        for attempt in range(_MAKEDIRS_ATTEMPTS):
+            try:
+                fs.makedirs(path.fs_path, exist_ok=True)
+                return
+            except FileExistsError:
+                return
+            except OSError:
+                if _is_directory(fs, path):
+                    return
+                if attempt == _MAKEDIRS_ATTEMPTS - 1:
+                    raise
+
+
+#: ``makedirs`` calls of :func:`make_directories`: a checkpoint's deepest directory is a few
+#: levels below one that exists, so a few lost races at most.
+_MAKEDIRS_ATTEMPTS = 4
 
 
 def make_directory_exclusive(fs: Any, path: StoragePath) -> bool:
@@ -606,13 +614,25 @@ def make_directory_exclusive(fs: Any, path: StoragePath) -> bool:
     """
     if not traits_for(path.scheme).real_directories:
         return True
+    make_directories(fs, path.parent)
     with io_errors("create the directory", path, fs, any_exception=True):
-        fs.makedirs(path.parent.path, exist_ok=True)
         try:
-            fs.mkdir(path.path, create_parents=False)
+            fs.mkdir(path.fs_path, create_parents=False)
         except FileExistsError:
             return False
+        except OSError:
+            if _is_directory(fs, path):
+                return False
+            raise
     return True
+
+
+def _is_directory(fs: Any, path: StoragePath) -> bool:
+    """Whether ``path`` is a directory now (asked only after a failed creation)."""
+    try:
+        return bool(fs.isdir(path.fs_path))
+    except Exception:
+        return False
 
 
 def list_directory(fs: Any, path: StoragePath) -> list[dict[str, Any]]:
@@ -623,7 +643,7 @@ def list_directory(fs: Any, path: StoragePath) -> list[dict[str, Any]]:
     """
     with io_errors("list", path, fs, any_exception=True):
         try:
-            entries = fs.ls(path.path, detail=True)
+            entries = fs.ls(path.fs_path, detail=True)
         except (FileNotFoundError, NotADirectoryError):
             return []
     return [entry for entry in entries if isinstance(entry, dict)]
@@ -638,12 +658,12 @@ def remove_empty_directory(fs: Any, path: StoragePath) -> bool:
         return False
     try:
         if path.scheme == "file":
-            os.rmdir(path.path)
+            os.rmdir(path.fs_path)
         else:
             with _MEMORY_LOCK:
-                if fs.ls(path.path, detail=False):
+                if fs.ls(path.fs_path, detail=False):
                     return False
-                fs.rmdir(path.path)
+                fs.rmdir(path.fs_path)
     except OSError:
         return False
     return True
@@ -666,18 +686,28 @@ def open_exclusive_write(fs: Any, path: StoragePath) -> IO[bytes]:
     """
     with io_errors("create", path, fs, any_exception=True):
         if path.scheme == "file":
-            writer: IO[bytes] = open(path.path, "xb")  # noqa: SIM115 (returned open)
+            writer: IO[bytes] = open(path.fs_path, "xb")  # noqa: SIM115 (returned open)
         elif path.scheme == "memory":
             with _MEMORY_LOCK:
-                writer = cast(IO[bytes], fs.open(path.path, "xb"))
+                writer = cast(IO[bytes], fs.open(path.fs_path, "xb"))
         elif path.scheme in S3_SCHEMES:
             writer = cast(IO[bytes], _s3_upload(fs, path))
         elif traits_for(path.scheme).object_store:
             # blocks of 8 MiB: memory of a large stream stays near two blocks
-            writer = cast(IO[bytes], fs.open(path.path, "xb", block_size=OTHER_STORE_BLOCK_SIZE))
+            writer = cast(IO[bytes], fs.open(path.fs_path, "xb", block_size=OTHER_STORE_BLOCK_SIZE))
         else:
-            writer = cast(IO[bytes], fs.open(path.path, "xb"))
+            writer = cast(IO[bytes], fs.open(path.fs_path, exclusive_mode(fs)))
+            pipelined = getattr(writer, "set_pipelined", None)
+            if callable(pipelined):  # paramiko's SFTP files: writes need not wait for acks
+                pipelined(True)
     return guarded_writer(writer, path, fs)
+
+
+def exclusive_mode(fs: Any) -> str:
+    """The mode that creates a file exclusively for writing on ``fs``: ``"xb"``, but
+    ``"wxb"`` for fsspec's SFTP file system, whose client (paramiko) does not take ``x`` to
+    mean writing (it opens ``O_CREAT | O_EXCL`` without ``O_WRONLY``: every write fails)."""
+    return "wxb" if getattr(fs, "protocol", None) in (("sftp", "ssh"), "sftp", "ssh") else "xb"
 
 
 def _s3_upload(fs: Any, path: StoragePath) -> s3.ExclusiveUpload:
@@ -687,7 +717,7 @@ def _s3_upload(fs: Any, path: StoragePath) -> s3.ExclusiveUpload:
     s3fs's own 50 MiB) is both the buffer and the part size, as for s3fs's own files, and
     ``fixed_upload_size`` (stores that want equal parts) makes the first part a regular one.
     """
-    bucket, key, _ = fs.split_path(path.path)
+    bucket, key, _ = fs.split_path(path.fs_path)
     if not key:
         raise ValueError(f"not an object's path: {path.url}")
     limit, part = OBJECT_STORE_UPLOAD_BUFFER, OBJECT_STORE_PART_SIZE
@@ -748,14 +778,14 @@ def publish_exclusive(
             _publish_local(path, data)
         elif path.scheme == "memory":
             with _MEMORY_LOCK:
-                if fs.exists(path.path):
+                if fs.exists(path.fs_path):
                     raise FileExistsError(errno.EEXIST, "exists", path.url)
-                with fs.open(path.path, "wb") as out:
+                with fs.open(path.fs_path, "wb") as out:
                     out.write(data)
         elif path.scheme in S3_SCHEMES:
             s3.publish_metadata(fs, path, data, probe_dir or _probe_dir_for(path))
         else:
-            with fs.open(path.path, "xb") as out:
+            with fs.open(path.fs_path, exclusive_mode(fs)) as out:
                 out.write(data)
     except (FileExistsError, CheckpointFileExistsError) as exc:
         if isinstance(exc, MetadataExistsError):
@@ -827,7 +857,7 @@ def _publish_local(path: StoragePath, data: bytes) -> None:
         out.flush()
         os.fsync(out.fileno())
     try:
-        os.link(temp, path.path)
+        os.link(temp, path.fs_path)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temp)
@@ -848,7 +878,7 @@ def delete_file(fs: Any, path: StoragePath) -> None:
     the failure is raised at once.
     """
     try:
-        fs.rm_file(path.path)
+        fs.rm_file(path.fs_path)
         return
     except FileNotFoundError:
         return
@@ -856,7 +886,7 @@ def delete_file(fs: Any, path: StoragePath) -> None:
         failure: Exception = exc
     if not is_unreachable(failure):
         try:
-            still_there = bool(fs.exists(path.path))
+            still_there = bool(fs.exists(path.fs_path))
         except Exception:
             still_there = True
         if not still_there:
@@ -878,7 +908,7 @@ def delete_tree(fs: Any, path: StoragePath) -> None:
             s3.delete_below(fs, path)
             return
         try:
-            fs.rm(path.path, recursive=True)
+            fs.rm(path.fs_path, recursive=True)
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -921,7 +951,7 @@ def list_open_uploads(fs: Any, directory: StoragePath) -> list[OpenUpload] | Non
 
 def abort_open_upload(fs: Any, upload: OpenUpload) -> None:
     """Abort an open multipart upload (S3 AbortMultipartUpload); a finished one is fine."""
-    bucket, key, _ = fs.split_path(upload.path.path)
+    bucket, key, _ = fs.split_path(upload.path.fs_path)
     with io_errors("abort the upload of", upload.path, fs, any_exception=True):
         s3.abort_upload(fs, str(bucket), str(key), upload.upload_id)
 
@@ -935,7 +965,7 @@ def existing_size(fs: Any, path: StoragePath) -> int | None:
         info = s3.head_object(fs, path)
         return None if info is None else int(info.get("ContentLength", -1))
     try:
-        found = fs.info(path.path)
+        found = fs.info(path.fs_path)
     except FileNotFoundError:
         return None
     size = found.get("size") if isinstance(found, dict) else None
@@ -946,7 +976,7 @@ def file_info(fs: Any, path: StoragePath) -> dict[str, Any] | None:
     """``fs.info(path)`` or ``None`` when it does not exist (one HEAD on S3 for a file)."""
     with io_errors("look up", path, fs, any_exception=True):
         try:
-            return cast(dict[str, Any], fs.info(path.path))
+            return cast(dict[str, Any], fs.info(path.fs_path))
         except (FileNotFoundError, NotADirectoryError):
             return None
 
@@ -964,15 +994,15 @@ def open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
 
 def _open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
     if path.scheme == "file":
-        return open(path.path, "rb")
+        return open(path.fs_path, "rb")
     if size >= 0 and traits_for(path.scheme).read_with_size_hint:
-        reader = fs.open(path.path, "rb", size=size)
+        reader = fs.open(path.fs_path, "rb", size=size)
         # s3fs reads ``details`` (a HEAD, for the ETag) on the first ranged GET unless they
         # are known; the size is all it needs, so give it that and skip the HEAD.
         if getattr(reader, "_details", "absent") is None:
-            reader._details = {"name": path.path, "size": size, "type": "file"}
+            reader._details = {"name": path.fs_path, "size": size, "type": "file"}
         return cast(BinaryIO, reader)
-    return cast(BinaryIO, fs.open(path.path, "rb"))
+    return cast(BinaryIO, fs.open(path.fs_path, "rb"))
 
 
 def copy_exclusive(fs: Any, source: StoragePath, target: StoragePath, size: int = -1) -> None:
@@ -992,24 +1022,24 @@ def copy_exclusive(fs: Any, source: StoragePath, target: StoragePath, size: int 
             _copy_local_exclusive(source, target)
         elif source.scheme == "memory":
             with _MEMORY_LOCK:
-                if fs.exists(target.path):
+                if fs.exists(target.fs_path):
                     raise FileExistsError(errno.EEXIST, "exists", target.url)
-                fs.copy(source.path, target.path)
+                fs.copy(source.fs_path, target.fs_path)
         elif source.scheme in S3_SCHEMES and 0 <= size <= 5 * 2**30:
             from fsspec.asyn import sync
 
-            sync(fs.loop, fs._copy_basic, source.path, target.path)
+            sync(fs.loop, fs._copy_basic, source.fs_path, target.fs_path)
         elif source.scheme in S3_SCHEMES:
-            fs.copy(source.path, target.path)
+            fs.copy(source.fs_path, target.fs_path)
         else:
-            if fs.exists(target.path):
+            if fs.exists(target.fs_path):
                 raise FileExistsError(errno.EEXIST, "exists", target.url)
-            fs.copy(source.path, target.path)
+            fs.copy(source.fs_path, target.fs_path)
 
 
 def _copy_local_exclusive(source: StoragePath, target: StoragePath) -> None:
     try:
-        os.link(source.path, target.path)
+        os.link(source.fs_path, target.fs_path)
         return
     except FileExistsError:
         raise
@@ -1017,13 +1047,13 @@ def _copy_local_exclusive(source: StoragePath, target: StoragePath) -> None:
         if exc.errno == errno.ENOENT:
             raise
     # no hard links here (another device, a file system without them): an exclusive copy
-    with open(source.path, "rb") as src:
+    with open(source.fs_path, "rb") as src:
         try:
-            with open(target.path, "xb") as dst:
+            with open(target.fs_path, "xb") as dst:
                 shutil.copyfileobj(src, dst)
         except FileExistsError:
             raise
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(target.path)
+                os.unlink(target.fs_path)
             raise

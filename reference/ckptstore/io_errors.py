@@ -59,13 +59,19 @@ from ckptstore.paths import StoragePath
 from ckptstore.redaction import SECRET_MARKERS, redact_text, secret_values
 
 __all__ = [
+    "ENDPOINT_OPTIONS",
     "SECRET_MARKERS",
+    "causal_chain",
+    "describe_endpoint",
     "endpoint_label",
+    "endpoint_option",
     "guarded_reader",
     "guarded_writer",
+    "host_endpoint",
     "io_errors",
     "is_unreachable",
     "public_endpoint",
+    "region_option",
     "translate_io_error",
     "unwrap_writer",
     "with_context",
@@ -132,28 +138,63 @@ def public_endpoint(url: Any) -> str | None:
     return f"{scheme}{netloc}{parts.path.rstrip('/')}"
 
 
-def endpoint_label(fs: Any, scheme: str) -> str:
-    """Where ``fs`` sends its requests, for messages (never userinfo or credentials)."""
+#: Options that name an endpoint, in the spellings of fsspec's file systems: s3fs and gcsfs
+#: ``endpoint_url``, others ``endpoint``, adlfs ``account_url`` or ``account_name``.
+ENDPOINT_OPTIONS = ("endpoint_url", "endpoint", "account_url", "account_name")
+
+
+def endpoint_option(options: Mapping[str, Any]) -> Any:
+    """The endpoint that fsspec storage ``options`` name, as given (``None``: the default).
+
+    One of :data:`ENDPOINT_OPTIONS`, the ``host[:port]`` of file systems that reach a host
+    (SFTP, FTP, SMB, HDFS), or s3fs's ``client_kwargs["endpoint_url"]``.
+    """
+    for name in ENDPOINT_OPTIONS:
+        if options.get(name):
+            return options[name]
+    if options.get("host"):
+        return host_endpoint(options)
+    client_kwargs = options.get("client_kwargs")
+    if isinstance(client_kwargs, Mapping) and client_kwargs.get("endpoint_url"):
+        return client_kwargs["endpoint_url"]
+    return None
+
+
+def region_option(options: Mapping[str, Any]) -> Any:
+    """The region of s3fs's ``client_kwargs`` (``None``: not set)."""
+    client_kwargs = options.get("client_kwargs")
+    return client_kwargs.get("region_name") if isinstance(client_kwargs, Mapping) else None
+
+
+def host_endpoint(options: Mapping[str, Any]) -> str | None:
+    """``host[:port]`` of options that name a host (SFTP, FTP, SMB, HDFS), or ``None``."""
+    host = options.get("host")
+    if not host:
+        return None
+    port = options.get("port")
+    return f"{host}:{port}" if port else str(host)
+
+
+def describe_endpoint(scheme: str, options: Mapping[str, Any]) -> str:
+    """Where a file system of ``scheme`` with ``options`` sends its requests, for messages:
+    the local or memory file system, the endpoint without userinfo, query or fragment, or
+    the scheme's default endpoint (with the region where one is set). Never credentials."""
     if scheme == "file":
         return "local file system"
     if scheme == "memory":
         return "memory file system"
-    options = getattr(fs, "storage_options", None)
-    options = options if isinstance(options, Mapping) else {}
-    client_kwargs = getattr(fs, "client_kwargs", None) or options.get("client_kwargs") or {}
-    endpoint = (
-        getattr(fs, "endpoint_url", None)
-        or options.get("endpoint_url")
-        or (client_kwargs.get("endpoint_url") if isinstance(client_kwargs, Mapping) else None)
-        or options.get("endpoint")
-        or options.get("account_url")
-    )
-    shown = public_endpoint(endpoint)
+    shown = public_endpoint(endpoint_option(options))
     if shown is not None:
         return shown
-    region = client_kwargs.get("region_name") if isinstance(client_kwargs, Mapping) else None
+    region = region_option(options)
     where = f", region {region}" if region else ""
     return f"the default {scheme} endpoint{where}"
+
+
+def endpoint_label(fs: Any, scheme: str) -> str:
+    """:func:`describe_endpoint` of the options ``fs`` was made with."""
+    options = getattr(fs, "storage_options", None)
+    return describe_endpoint(scheme, options if isinstance(options, Mapping) else {})
 
 
 def _secret_values(fs: Any) -> list[str]:
@@ -179,18 +220,36 @@ def _is_io_failure(exc: BaseException) -> bool:
     )
 
 
-def is_unreachable(exc: BaseException) -> bool:
-    """True when ``exc`` (or an exception it wraps) says the request never reached the server."""
+def causal_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then what it wraps: its cause, else its context, and so on (once each)."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, ConnectionRefusedError | EndpointUnreachableError) or any(
-            cls.__name__ in _UNREACHABLE for cls in type(current).__mro__
-        ):
-            return True
+        yield current
         current = current.__cause__ or current.__context__
-    return False
+
+
+def _linked_exceptions(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception linked to it as a cause or a context (once each)."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        pending.extend(e for e in (current.__context__, current.__cause__) if e is not None)
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """True when ``exc`` (or an exception it wraps) says the request never reached the server."""
+    return any(
+        isinstance(current, ConnectionRefusedError | EndpointUnreachableError)
+        or any(cls.__name__ in _UNREACHABLE for cls in type(current).__mro__)
+        for current in causal_chain(exc)
+    )
 
 
 def translate_io_error(
@@ -270,20 +329,8 @@ def _contract_error(
 
 def _scrubbed_chain(exc: BaseException, secrets: list[str]) -> BaseException:
     """``exc`` with the texts of it and of its causes and contexts redacted, in place."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    pending: list[BaseException] = []
-    while current is not None or pending:
-        if current is None:
-            current = pending.pop()
-        if id(current) in seen:
-            current = None
-            continue
-        seen.add(id(current))
-        _scrub_texts(current, secrets)
-        if current.__context__ is not None and current.__context__ is not current.__cause__:
-            pending.append(current.__context__)
-        current = current.__cause__
+    for linked in _linked_exceptions(exc):
+        _scrub_texts(linked, secrets)
     return exc
 
 
@@ -413,8 +460,11 @@ class _GuardedReader(io.BufferedIOBase):
             self._fail(exc)
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
+        """The reader's seek; the new position also where it returns None (paramiko's SFTP
+        files do), as ``io`` promises."""
         try:
-            return int(self._inner.seek(offset, whence))
+            position = self._inner.seek(offset, whence)
+            return int(self._inner.tell() if position is None else position)
         except Exception as exc:
             self._fail(exc)
 

@@ -1,10 +1,12 @@
 """Storage URLs: parsing, normalisation, joining (Flink's ``Path`` rules, spec section 0).
 
 A location is a :class:`StoragePath`: a canonical *scheme* (``file`` for every local form,
-``memory``, ``s3``, ...) plus the path in the form the scheme's fsspec file system expects
-(``/abs/dir`` for ``file`` and ``memory``, ``bucket/key`` for object stores). Its ``url`` is
-the canonical string used in external pointers and handles: ``file:///abs/dir``,
-``memory:///dir``, ``s3://bucket/key``.
+``memory``, ``s3``, ...) plus its path: ``/abs/dir`` for ``file`` and ``memory``,
+``bucket/key`` for object stores, ``host[:port]/abs/dir`` for remote file systems whose
+authority is a host (:data:`HOST_SCHEMES`: SFTP, HDFS...). Its ``url`` is the canonical string
+used in external pointers and handles: ``file:///abs/dir``, ``memory:///dir``,
+``s3://bucket/key``, ``sftp://host:22/abs/dir``; its ``fs_path`` what the scheme's fsspec file
+system takes (the path, without the host of a host authority).
 
 Normalisation follows Flink's Path: backslashes become ``/``, runs of ``/`` collapse to one,
 a trailing ``/`` is dropped (except at a root), and ``.`` and ``..`` segments are resolved
@@ -32,6 +34,7 @@ from ckptstore.redaction import redact_text
 from ckptstore.validation import require_url_text
 
 __all__ = [
+    "HOST_SCHEMES",
     "LOCAL_SCHEMES",
     "S3_SCHEMES",
     "StoragePath",
@@ -45,6 +48,9 @@ LOCAL_SCHEMES = frozenset({"file", "local"})
 #: Spellings of S3 (``s3n`` is Hadoop's old native S3 file system: no fsspec file system
 #: serves it, so the reference accepts it nowhere; see ``ckptstore.filesystems``).
 S3_SCHEMES = frozenset({"s3", "s3a"})
+#: Remote file systems whose URL authority is a host (``sftp://host:port/dir``): their fsspec
+#: file systems take the URL's path alone (``/dir``) and reach the host their options name.
+HOST_SCHEMES = frozenset({"sftp", "ssh", "ftp", "hdfs", "webhdfs", "smb"})
 
 # A URL scheme per RFC 3986; a single letter is a Windows drive, not a scheme.
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.DOTALL)
@@ -105,6 +111,14 @@ class StoragePath:
     def shown(self) -> str:
         """The URL as it may be shown: credentials removed (``ckptstore.redaction``)."""
         return redact_text(self.url, limit=None)
+
+    @property
+    def fs_path(self) -> str:
+        """The path the scheme's fsspec file system takes: ``path``, without the host of a
+        :data:`HOST_SCHEMES` URL (``127.0.0.1:22/dir`` -> ``/dir``)."""
+        if self.scheme in HOST_SCHEMES and self.has_authority:
+            return "/" + self.path.partition("/")[2]
+        return self.path
 
     @property
     def has_authority(self) -> bool:

@@ -200,7 +200,7 @@ def _info(fs: Any, path: StoragePath, pointer: str) -> dict[str, Any] | None:
         any_exception=True,
     ):
         try:
-            info: dict[str, Any] = fs.info(path.path)
+            info: dict[str, Any] = fs.info(path.fs_path)
         except (FileNotFoundError, NotADirectoryError):
             return None
     return info

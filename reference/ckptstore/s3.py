@@ -98,12 +98,12 @@ import io
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ckptstore.errors import DisposalRefusedError, MetadataExistsError
-from ckptstore.io_errors import endpoint_label, is_unreachable
+from ckptstore.io_errors import causal_chain, endpoint_label, is_unreachable
 from ckptstore.paths import StoragePath
 from ckptstore.redaction import get_logger, redact_text
 
@@ -160,18 +160,9 @@ _BUDGET_ID = "ckptstore-retry-budget"
 # --------------------------------------------------------------------------- errors
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
 def error_code(exc: BaseException) -> str | None:
     """The S3 error code (``PreconditionFailed``, ``NoSuchUpload``...) behind ``exc``, if any."""
-    for item in _chain(exc):
+    for item in causal_chain(exc):
         response = getattr(item, "response", None)
         if isinstance(response, Mapping):
             error = response.get("Error")
@@ -184,7 +175,7 @@ def _is_precondition_failure(exc: BaseException) -> bool:
     """A refused ``If-None-Match: *`` (412, or 409 for two conditional writes at once)."""
     if error_code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
         return True
-    for item in _chain(exc):
+    for item in causal_chain(exc):
         if isinstance(item, FileExistsError):
             return True
         text = str(item).lower()

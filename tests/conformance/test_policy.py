@@ -95,6 +95,27 @@ def test_reasons_come_in_order_leg_spark_capability_option_trait():
     ]
 
 
+def test_a_capability_claimed_on_other_schemes_skips_with_the_schemes():
+    needs = needs_of([INLINE], backend="sftp")
+    offer = Offer(
+        "mine",
+        ALL,
+        capability_schemes={"inline-state": frozenset({"s3", "file"})},
+        backend_schemes={"sftp": "sftp", "moto": "s3", "local": "file"},
+    )
+    assert skip_reason(needs, offer) == (
+        "capability inline-state not claimed by mine on scheme sftp (only on file, s3)",
+        [],
+    )
+    for backend in ("moto", "local"):
+        assert skip_reason(replace(needs, backend=backend), offer) == (None, [])
+    assert skip_reason(needs_of([ENTROPY], backend="sftp"), offer) == (None, [])
+    # a capability not claimed at all is reported as such, before any scheme
+    assert skip_reason(needs, replace(offer, capabilities=frozenset()))[0] == (
+        "capability inline-state not claimed by mine"
+    )
+
+
 @pytest.mark.parametrize(
     ("traits", "backend", "problem"),
     [

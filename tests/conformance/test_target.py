@@ -119,6 +119,18 @@ class _Obj:
         ({"capabilities": ["teleport"]}, r"unknown capabilities \['teleport'\]"),
         ({"capabilities": "savepoints"}, "'capabilities' must be a collection of strings"),
         ({"schemes": []}, "'schemes' is empty"),
+        (
+            {"capabilities": {"savepoints": set()}},
+            "capabilities\\['savepoints'\\] is empty; do not claim 'savepoints', or give None",
+        ),
+        (
+            {"capabilities": {"savepoints": "s3"}},
+            "capabilities\\['savepoints'\\]' must be a collection of strings",
+        ),
+        (
+            {"capabilities": {"savepoints": {"s3", "gs"}}, "schemes": ["s3"]},
+            "capabilities\\['savepoints'\\] names schemes \\['gs'\\] that 'schemes' leaves out",
+        ),
         ({"known_failures": {"XX-99": "?"}}, r"unknown clause ids \['XX-99'\]"),
         ({"known_failures": ["a"]}, "'known_failures' must be a mapping"),
         ({"options": "inline_threshold"}, "'options' must be a collection of strings"),
@@ -137,6 +149,28 @@ class _Obj:
 def test_invalid_targets(attrs, message):
     with pytest.raises(TargetError, match=message):
         validate_target(_Obj(**attrs), spec="x")
+
+
+def test_capabilities_may_be_claimed_per_scheme():
+    target = validate_target(
+        _Obj(capabilities={"savepoints": None, "fast-duplicate": ["S3", "file"]}), spec="x"
+    )
+    assert target.capabilities == frozenset({"savepoints", "fast-duplicate"})
+    assert target.capability_schemes == {"fast-duplicate": frozenset({"s3", "file"})}
+    assert target.claims("savepoints", "sftp")
+    assert target.claims("fast-duplicate", "s3")
+    assert target.claims("fast-duplicate")
+    assert not target.claims("fast-duplicate", "sftp")
+    assert not target.claims("entropy-injection")
+    assert target.capability_labels() == ["fast-duplicate (on file, s3)", "savepoints"]
+
+
+def test_the_reference_claims_fast_duplicate_where_it_copies_server_side():
+    target = load_target("ckptstore")
+    assert target.claims("fast-duplicate", "s3")
+    assert target.claims("fast-duplicate", "file")
+    assert not target.claims("fast-duplicate", "sftp")
+    assert target.claims("task-owned-state", "sftp")
 
 
 def test_unknown_option_keys_name_the_known_ones():

@@ -57,7 +57,7 @@ def test_target_shape(target: ReferenceTarget) -> None:
     """Plug-in contract: name, capabilities, schemes, known_failures, make_storage."""
     assert isinstance(target.name, str)
     assert set(target.capabilities) <= DOCUMENTED_CAPABILITIES
-    assert set(target.schemes) == {"file", "memory", "s3"}
+    assert set(target.schemes) == {"file", "memory", "s3", "sftp"}
     assert dict(target.known_failures) == {}
     assert callable(target.make_storage)
 

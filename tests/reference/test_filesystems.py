@@ -10,13 +10,14 @@ import pytest
 
 from ckptstore import filesystems
 from ckptstore.filesystems import (
+    exclusive_mode,
     filesystem_options,
     get_filesystem,
     register_filesystem,
     store_token,
     traits_for,
 )
-from ckptstore.io_errors import public_endpoint
+from ckptstore.io_errors import host_endpoint, public_endpoint
 
 
 def test_tokens_name_the_store_and_never_the_credentials() -> None:
@@ -172,3 +173,30 @@ def test_traits() -> None:
     assert not traits_for("file").entropy_allowed
     assert traits_for("memory").entropy_allowed
     assert traits_for("gs").object_store
+    for scheme in ("sftp", "hdfs"):  # remote file systems with directories (HOST_SCHEMES)
+        traits = traits_for(scheme)
+        assert traits.real_directories
+        assert not traits.object_store
+        assert not traits.server_side_copy
+        assert not traits.entropy_allowed
+
+
+def test_host_endpoints_name_host_and_port() -> None:
+    """SFTP/HDFS options name a host: the store's identity and its messages show host:port."""
+    assert host_endpoint({"host": "10.0.0.1", "port": 2222}) == "10.0.0.1:2222"
+    assert host_endpoint({"host": "h"}) == "h"
+    assert host_endpoint({"port": 22}) is None
+    one = store_token("sftp", {"host": "127.0.0.1", "port": 1, "password": "pw-1"})
+    assert one == store_token("sftp", {"host": "127.0.0.1", "port": 1, "password": "pw-2"})
+    assert one != store_token("sftp", {"host": "127.0.0.1", "port": 2, "password": "pw-1"})
+    assert "pw-1" not in one
+
+
+class _FakeSftp:
+    protocol = ("sftp", "ssh")
+
+
+def test_exclusive_mode_adds_the_write_flag_for_sftp() -> None:
+    """paramiko takes 'x' as O_CREAT|O_EXCL without O_WRONLY: SFTP files open with 'wxb'."""
+    assert exclusive_mode(_FakeSftp()) == "wxb"
+    assert exclusive_mode(fsspec.filesystem("memory")) == "xb"

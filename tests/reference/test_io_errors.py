@@ -14,6 +14,8 @@ from ckptstore.errors import (
     MetadataExistsError,
 )
 from ckptstore.io_errors import (
+    causal_chain,
+    describe_endpoint,
     endpoint_label,
     guarded_reader,
     io_errors,
@@ -124,10 +126,17 @@ def test_endpoint_labels() -> None:
     assert endpoint_label(_FakeS3(), "s3") == "http://127.0.0.1:9000"
 
     class _Aws:
-        endpoint_url = None
-        client_kwargs: ClassVar[dict[str, str]] = {"region_name": "eu-west-1"}
+        storage_options: ClassVar[dict[str, Any]] = {"client_kwargs": {"region_name": "eu-1"}}
 
-    assert endpoint_label(_Aws(), "s3") == "the default s3 endpoint, region eu-west-1"
+    assert endpoint_label(_Aws(), "s3") == "the default s3 endpoint, region eu-1"
+    assert endpoint_label(object(), "gs") == "the default gs endpoint"
+    in_client_kwargs = {"client_kwargs": {"endpoint_url": "https://k:s@minio:9000/"}}
+    assert describe_endpoint("s3", in_client_kwargs) == "https://minio:9000"
+    assert describe_endpoint("az", {"account_url": "https://acct.blob.example"}) == (
+        "https://acct.blob.example"
+    )
+    sftp = {"host": "127.0.0.1", "port": 2222, "username": "u", "password": "pw-secret"}
+    assert describe_endpoint("sftp", sftp) == "127.0.0.1:2222"
 
 
 def test_guarded_reader_translates_read_failures_and_delegates_the_rest() -> None:
@@ -153,3 +162,16 @@ def test_guarded_reader_translates_read_failures_and_delegates_the_rest() -> Non
         assert ok.read() == b"abcdef"
         assert ok.getvalue() == b"abcdef"  # type: ignore[attr-defined]
     assert ok.closed
+
+
+def test_causal_chain_follows_causes_then_contexts_once_each() -> None:
+    """The chain that is_unreachable and the S3 error-code lookups walk; a cycle ends it."""
+    inner = ConnectionRefusedError("refused")
+    middle = OSError("wrapped")
+    middle.__context__ = inner
+    outer = RuntimeError("outer")
+    outer.__cause__ = middle
+    inner.__context__ = outer  # a cycle
+    assert list(causal_chain(outer)) == [outer, middle, inner]
+    assert is_unreachable(outer)
+    assert not is_unreachable(RuntimeError("alone"))

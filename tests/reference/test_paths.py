@@ -49,6 +49,17 @@ def test_scheme_detection() -> None:
     assert parse_storage_path("memory:///x").scheme == "memory"
 
 
+def test_host_authority_paths() -> None:
+    """sftp://host:port/dir: the URL keeps the host; the file system's path starts at '/'."""
+    path = parse_storage_path("sftp://127.0.0.1:2222/ckpt//job/")
+    assert path.scheme == "sftp"
+    assert path.url == "sftp://127.0.0.1:2222/ckpt/job"
+    assert path.fs_path == "/ckpt/job"
+    assert path.child("chk-1").fs_path == "/ckpt/job/chk-1"
+    assert parse_storage_path("s3://bucket/key").fs_path == "bucket/key"
+    assert parse_storage_path("/x/y").fs_path == "/x/y"
+
+
 def test_join_parent_name() -> None:
     base = parse_storage_path("s3://bucket/ckpt")
     child = base.child("job/chk-1")

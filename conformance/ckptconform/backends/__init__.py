@@ -20,6 +20,7 @@ from ckptconform.backends.minio import MinioBackend
 from ckptconform.backends.moto import MotoBackend
 from ckptconform.backends.s3 import S3EndpointBackend
 from ckptconform.backends.s3rver import S3rverBackend
+from ckptconform.backends.sftp import SftpBackend
 
 __all__ = [
     "BACKENDS",
@@ -43,6 +44,7 @@ BACKENDS: dict[str, type[Backend]] = {
         MinioBackend,
         S3rverBackend,
         S3EndpointBackend,
+        SftpBackend,
     )
 }
 DEFAULT_BACKENDS = ("local", "memory", "moto")

@@ -31,8 +31,10 @@ processes see it; files show their bytes while they are written),
 fsspec: an implementation must store into that same file system to pass there; it has real
 directories, and no other process sees it), ``moto`` (moto's S3 server on 127.0.0.1 behind the
 ledger; an object store; any credentials), ``s3rver`` (the npm S3 server, behind the counting
-proxy), ``minio`` (testcontainers, behind the counting proxy) and ``s3`` (any endpoint, behind
-the counting proxy).
+proxy), ``minio`` (testcontainers, behind the counting proxy), ``s3`` (any endpoint, behind
+the counting proxy) and ``sftp`` (an asyncssh SFTP server on 127.0.0.1, reached through
+fsspec's ``sftp``: real directories, a host in the URL's authority, other processes reach it;
+no ledger).
 """
 
 from __future__ import annotations

@@ -1,0 +1,159 @@
+"""An SFTP server on 127.0.0.1 (asyncssh, in this process), reached through fsspec's ``sftp``.
+
+The leg for remote file systems with real directories (SFTP here; HDFS, FTP and SMB behave
+alike for a storage): directories must exist before a file goes in, the URL's authority is a
+host (``sftp://127.0.0.1:<port>/ckptconform/...``), the file system's paths start at ``/``, and
+the connection settings (host, port, user, password) come in ``storage_options`` as fsspec's
+``SFTPFileSystem`` takes them. The server runs on its own event loop in a daemon thread, serves
+a temporary directory as its root (chroot) and accepts one user with a random password; other
+processes (Spark executors) reach it like any SFTP server. Needs ``asyncssh`` (server) and
+``paramiko`` (fsspec's client): ``pip install 'checkpoint-conformance[sftp]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+from typing import Any
+
+from ckptconform.backends.base import Backend, random_name
+
+__all__ = ["SftpBackend"]
+
+USER = "ckptconform"
+
+
+class SftpBackend(Backend):
+    name = "sftp"
+    scheme = "sftp"
+    object_store = False
+    cross_process = True
+    #: an SFTP file is written in place: its bytes show before its writer closes it
+    shows_unclosed_files = True
+
+    planned_endpoint = "asyncssh SFTP server on 127.0.0.1, free port, started on first use"
+
+    _dir: str | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+    _acceptor: Any = None
+    _connections: set[Any]
+    port: int | None = None
+    _password: str = ""
+
+    def availability(self) -> str | None:
+        missing = []
+        for module in ("asyncssh", "paramiko"):
+            try:
+                __import__(module)
+            except ImportError as exc:
+                missing.append(f"{module} ({exc})")
+        if missing:
+            return (
+                f"sftp: {', '.join(missing)} not installed; "
+                "pip install 'checkpoint-conformance[sftp]'"
+            )
+        return None
+
+    def _start(self) -> None:
+        import fsspec
+
+        self._dir = tempfile.mkdtemp(prefix="ckptconform-sftp-")
+        self._connections = set()
+        self._password = f"pw-{random_name(20)}"
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="ckptconform-sftp", daemon=True
+        )
+        self._thread.start()
+        self._acceptor = asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(30)
+        self.port = int(self._acceptor.sockets[0].getsockname()[1])
+        self._fs = fsspec.filesystem("sftp", skip_instance_cache=True, **self.storage_options)
+
+    async def _listen(self) -> Any:
+        import asyncssh
+
+        assert self._dir is not None
+        chroot, password, connections = os.fsencode(self._dir), self._password, self._connections
+
+        class _Server(asyncssh.SSHServer):
+            def connection_made(self, conn: Any) -> None:
+                connections.add(conn)
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                connections.difference_update(c for c in list(connections) if c.is_closed())
+
+            def begin_auth(self, username: str) -> bool:
+                return True
+
+            def password_auth_supported(self) -> bool:
+                return True
+
+            def validate_password(self, username: str, given: str) -> bool:
+                return username == USER and given == password
+
+        return await asyncssh.listen(
+            "127.0.0.1",
+            0,
+            server_host_keys=[asyncssh.generate_private_key("ssh-ed25519")],
+            server_factory=_Server,
+            sftp_factory=lambda channel: asyncssh.SFTPServer(channel, chroot=chroot),
+            allow_scp=False,
+        )
+
+    async def _close_server(self) -> None:
+        """Stop listening, then close every client connection (other processes' too) and
+        wait until each has ended, so no task of the server outlives its loop."""
+        self._acceptor.close()
+        await self._acceptor.wait_closed()
+        open_connections = list(self._connections)
+        for conn in open_connections:
+            conn.close()
+        for conn in open_connections:
+            await conn.wait_closed()
+        self._connections.clear()
+
+    def _stop(self) -> None:
+        if self._fs is not None:
+            client = getattr(self._fs, "client", None)
+            if client is not None:
+                client.close()
+            self._fs = None
+        if self._loop is not None:
+            loop = self._loop
+            if self._acceptor is not None:
+                asyncio.run_coroutine_threadsafe(self._close_server(), loop).result(30)
+                self._acceptor = None
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join(timeout=10)
+                self._thread = None
+            self._loop = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return {
+            "host": "127.0.0.1",
+            "port": self.port,
+            "username": USER,
+            "password": self._password,
+        }
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            self.start()
+        return f"sftp://127.0.0.1:{self.port}/ckptconform"
+
+    def url_of(self, raw_path: str) -> str:
+        return f"sftp://127.0.0.1:{self.port}/{raw_path.lstrip('/')}"
+
+    def describe(self) -> str:
+        where = f" on 127.0.0.1:{self.port}, root {self._dir}" if self.port else ""
+        return f"sftp (asyncssh SFTP server{where})"
