@@ -1166,7 +1166,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "On an object store with a request ledger that answers listings two entries at a time "
      "(ListObjectsV2, ListObjects and ListMultipartUploads; S3 pages them at 1000 entries and "
      "may return fewer than asked), dispose_on_failure of a checkpoint location holding 5 "
-     "exclusive state files and 3 multipart uploads left open beside them, and "
+     "exclusive state files and 4 multipart uploads left open beside them (two of one key, "
+     "as a CreateMultipartUpload sent again after its answer was lost leaves them, with a "
+     "page ending between the two), and "
      "dispose_storage_location of a completed checkpoint holding 5 exclusive state files, "
      "leave no object and no open upload in the directories of those files and of its "
      "_metadata (decision: DIS-1, DIS-2 and REQ-7 for checkpoints of more than one page; "
@@ -1181,6 +1183,15 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "exclusive state files, each raise an OSError within 30 seconds, and every state file "
      "still reads its bytes (decision, as REQ-8 for one file: Flink's FileSystem.delete "
      "throws an IOException, S3A's a MultiObjectDeleteException, never a silent success).",
+     ("MD6", "MD7", "decision")),
+    ("REQ-11", "MUST", ("inline-state",), "disposal without multipart listings",
+     "On an object store with a request ledger that answers every ListMultipartUploads with "
+     "501 NotImplemented, and again with 405 MethodNotAllowed (S3-compatible servers without "
+     "that listing answer so), dispose_on_failure of a checkpoint location and "
+     "dispose_storage_location of a completed checkpoint, each holding 3 exclusive state "
+     "files, raise nothing and delete every object in the directories of those files and "
+     "of the _metadata (decision: the open uploads cannot be found there, and failing the disposal "
+     "would leave every state file behind; Flink's disposal never lists uploads).",
      ("MD6", "MD7", "decision")),
 ]
 # fmt: on

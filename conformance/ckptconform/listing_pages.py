@@ -10,7 +10,8 @@ server that checks it, behind the counting proxy): the first request of a listin
 as it came, the server's whole answer becomes a *snapshot*, and the client gets its first
 ``size`` entries, marked truncated, with a continuation that names the snapshot (ListObjectsV2:
 ``NextContinuationToken``; ListObjects: ``NextMarker``, the page's last key; uploads:
-``NextKeyMarker`` and ``NextUploadIdMarker`` of the page's last upload). The requests that
+``NextKeyMarker`` and ``NextUploadIdMarker`` of the page's last upload, read as S3 reads
+them: a key marker alone resumes after every upload of that key). The requests that
 carry such a continuation are answered from the snapshot, not forwarded: a listing is a
 snapshot of its moment on S3 as well. Listings with a non-empty ``delimiter`` (directory
 listings with common prefixes) and answers the server truncated itself are passed through unchanged.
@@ -86,11 +87,11 @@ class ListingPager:
             if not marker or snapshot is None:
                 return None
             upload_id = params.get("upload-id-marker", "")
-            for index, (entry_key, entry_id) in enumerate(snapshot.marks):
-                if entry_key == marker and (not upload_id or entry_id == upload_id):
-                    self.served += 1
-                    return self._page(snapshot_id, snapshot, index + 1)
-            return None
+            after = _after_marker(snapshot.marks, marker, upload_id)
+            if after is None:
+                return None
+            self.served += 1
+            return self._page(snapshot_id, snapshot, after)
 
     def first_page(
         self, operation: str, bucket: str | None, query: str, status: int | None, body: bytes
@@ -150,6 +151,19 @@ class ListingPager:
                 _set(root, "NextUploadIdMarker", _text(last, "UploadId", ns), ns)
         document = ET.tostring(root, default_namespace=ns or None)
         return b'<?xml version="1.0" encoding="UTF-8"?>\n' + document
+
+
+def _after_marker(marks: tuple[tuple[str, str], ...], key: str, upload_id: str) -> int | None:
+    """Where a marker continuation resumes, as S3 reads the markers: after the entry with
+    ``key`` and ``upload_id``; with a key alone, after every entry of that key (S3 then lists
+    only keys that sort after it, so a client that drops the upload-id marker skips the other
+    uploads of the page's last key). ``None``: the marker names no entry of the snapshot."""
+    found = [
+        index
+        for index, (entry_key, entry_id) in enumerate(marks)
+        if entry_key == key and (not upload_id or entry_id == upload_id)
+    ]
+    return found[-1] + 1 if found else None
 
 
 def _params(query: str) -> dict[str, str]:

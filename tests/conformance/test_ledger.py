@@ -412,33 +412,48 @@ def test_small_pages_serve_every_object_once(moto, ledger):
     assert all(r.status == 200 for r in rec.requests), rec.summary()
 
 
+def _list_uploads(fs: Any, *, with_upload_id_marker: bool = True) -> list[dict[str, Any]]:
+    page = fs.call_s3("list_multipart_uploads", Bucket="ledger-tests", Prefix="pages/u/")
+    seen = [page]
+    while page.get("IsTruncated"):
+        markers = {"KeyMarker": page["NextKeyMarker"]}
+        if with_upload_id_marker:
+            markers["UploadIdMarker"] = page["NextUploadIdMarker"]
+        page = fs.call_s3(
+            "list_multipart_uploads", Bucket="ledger-tests", Prefix="pages/u/", **markers
+        )
+        seen.append(page)
+    return seen
+
+
 def test_small_pages_of_multipart_uploads(moto, ledger):
+    """Key k1 has two uploads (listed second and third): the first page ends between them.
+    Both markers resume after the page's last upload; the key marker alone resumes after
+    every upload of its key, as S3 reads it, so a client that drops the upload-id marker
+    misses the second upload of k1."""
     fs = _client(moto)
-    created = {
-        fs.call_s3("create_multipart_upload", Bucket="ledger-tests", Key=f"pages/u/k{i}")[
-            "UploadId"
-        ]
-        for i in range(5)
-    }
+    keys = ["k0", "k1", "k1", "k2", "k3"]
+    created = [
+        (key, fs.call_s3("create_multipart_upload", Bucket="ledger-tests", Key=f"pages/u/{key}"))
+        for key in keys
+    ]
     try:
         with ledger.small_pages(2) as pager:
-            page = fs.call_s3("list_multipart_uploads", Bucket="ledger-tests", Prefix="pages/u/")
-            seen = [page]
-            while page.get("IsTruncated"):
-                page = fs.call_s3(
-                    "list_multipart_uploads", Bucket="ledger-tests", Prefix="pages/u/",
-                    KeyMarker=page["NextKeyMarker"], UploadIdMarker=page["NextUploadIdMarker"],
-                )  # fmt: skip
-                seen.append(page)
-        assert [len(p.get("Uploads", [])) for p in seen] == [2, 2, 1]
-        assert pager.served == 2
-        assert {u["UploadId"] for p in seen for u in p["Uploads"]} == created
+            seen = _list_uploads(fs)
+            assert [len(p.get("Uploads", [])) for p in seen] == [2, 2, 1]
+            assert pager.served == 2
+            listed = [u["UploadId"] for p in seen for u in p["Uploads"]]
+            assert sorted(listed) == sorted(c["UploadId"] for _, c in created)
+            keys_only = _list_uploads(fs, with_upload_id_marker=False)
+            assert [u["Key"] for p in keys_only for u in p.get("Uploads", [])] == [
+                "pages/u/k0", "pages/u/k1", "pages/u/k2", "pages/u/k3",
+            ]  # fmt: skip
     finally:
-        for i, upload_id in enumerate(created):
+        for key, upload in created:
             with contextlib.suppress(Exception):
                 fs.call_s3(
-                    "abort_multipart_upload", Bucket="ledger-tests", Key=f"pages/u/k{i}",
-                    UploadId=upload_id,
+                    "abort_multipart_upload", Bucket="ledger-tests", Key=f"pages/u/{key}",
+                    UploadId=upload["UploadId"],
                 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pickle
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -429,35 +430,79 @@ def _exclusive_files(
     return handles
 
 
+@dataclass
+class _Disposable:
+    """A checkpoint location to dispose on failure and a completed checkpoint, each holding
+    exclusive state files, as REQ-9 to REQ-11 dispose them."""
+
+    aborted: Any
+    completed: Any
+    #: (handle, bytes) of the aborted location's files, then of the completed checkpoint's
+    written: list[tuple[Any, bytes]]
+    #: the directories of those files and of the completed checkpoint's _metadata
+    directories: set[str]
+    #: the directory of the aborted location's files
+    aborted_directory: str
+
+    def dispose_all(self) -> dict[str, str]:
+        """Both disposals, each run even when the other failed: name -> what it did."""
+        return {
+            "dispose_on_failure": _outcome(self.aborted.dispose_on_failure),
+            "dispose_storage_location": _outcome(self.completed.dispose_storage_location),
+        }
+
+    def left(self, sandbox: Any) -> list[str]:
+        """The objects still in the directories."""
+        return [f for d in sorted(self.directories) for f in files_below(sandbox, d)]
+
+
+def _disposable(
+    clause: str,
+    drv: JobDriver,
+    files: int,
+    before_completion: Callable[[str], None] = lambda directory: None,
+) -> _Disposable:
+    """Checkpoint 1 (to dispose on failure) and checkpoint 2 (completed), ``files`` exclusive
+    state files each; ``before_completion`` gets the directory of checkpoint 1's files."""
+    with tagged(clause, "initialize the checkpoints", drv.sandbox):
+        drv.init_base()
+        aborted = drv.location(1)
+        completed_location = drv.location(2)
+    written = _exclusive_files(clause, drv, drv.worker(1, aborted.location_reference), files)
+    aborted_directory = parent(str(file_path(written[0][0])))
+    before_completion(aborted_directory)
+    written += _exclusive_files(
+        clause, drv, drv.worker(2, completed_location.location_reference), files
+    )
+    with tagged(clause, "finalize checkpoint 2", drv.sandbox):
+        completed = drv.finalize(completed_location, b"meta:2:" + payload(64))
+        metadata_file = file_path(completed.metadata_handle)
+    directories = {parent(str(file_path(h))) for h, _ in written}
+    directories |= {parent(metadata_file)} if metadata_file else set()
+    return _Disposable(aborted, completed, written, directories, aborted_directory)
+
+
 @pytest.mark.clause("REQ-9")
 def test_disposal_reads_every_page(sandbox, target, ledger, backend):
     """REQ-9: with listings answered two entries at a time, dispose_on_failure of a checkpoint
     location and dispose_storage_location of a completed checkpoint leave no object and no open
     multipart upload in their directories."""
     drv = JobDriver(sandbox, **file_options(target))
-    with tagged("REQ-9", "initialize the checkpoints", sandbox):
-        drv.init_base()
-        aborted = drv.location(1)
-        completed_location = drv.location(2)
-    aborted_files = _exclusive_files("REQ-9", drv, drv.worker(1, aborted.location_reference), 5)
-    directory = parent(str(file_path(aborted_files[0][0])))
-    for n in range(3):
-        _open_upload(backend, sandbox, join(directory, f"crashed-writer-{n}"))
-    completed_files = _exclusive_files(
-        "REQ-9", drv, drv.worker(2, completed_location.location_reference), 5
-    )
-    with tagged("REQ-9", "finalize checkpoint 2", sandbox):
-        completed = drv.finalize(completed_location, b"meta:2:" + payload(64))
-        metadata_file = file_path(completed.metadata_handle)
-    directories = {parent(str(file_path(h))) for h, _ in aborted_files + completed_files}
-    directories |= {parent(metadata_file)} if metadata_file else set()
+
+    def crashed_writers(directory: str) -> None:
+        # writer 1's CreateMultipartUpload was sent again after its answer was lost: two
+        # uploads of one key, listed second and third, so the first page of two ends between
+        for n in (0, 1, 1, 2):
+            _open_upload(backend, sandbox, join(directory, f"crashed-writer-{n}"))
+
+    pair = _disposable("REQ-9", drv, 5, crashed_writers)
     with ledger.small_pages(2), ledger.record() as rec:
         with tagged("REQ-9", "dispose_on_failure of checkpoint 1 (pages of 2)", sandbox):
-            aborted.dispose_on_failure()
+            pair.aborted.dispose_on_failure()
         with tagged("REQ-9", "dispose_storage_location of checkpoint 2 (pages of 2)", sandbox):
-            completed.dispose_storage_location()
-    left = [f for d in sorted(directories) for f in files_below(sandbox, d)]
-    uploads = open_uploads_below(sandbox, directory)  # the suite aborts what the storage left
+            pair.completed.dispose_storage_location()
+    left = pair.left(sandbox)
+    uploads = open_uploads_below(sandbox, pair.aborted_directory)  # the suite aborts them
     leftovers = left + uploads
     assert not leftovers, fail_message(
         "REQ-9", "dispose while listings come two entries per page", sandbox
@@ -473,24 +518,15 @@ def test_disposal_reports_what_it_could_not_delete(sandbox, target, ledger):
     dispose_storage_location raise an OSError and every state file still reads."""
     budget = _short_budget(target)
     drv = JobDriver(sandbox, **file_options(target), **budget)
-    with tagged("REQ-10", "initialize the checkpoints", sandbox):
-        drv.init_base()
-        aborted = drv.location(1)
-        completed_location = drv.location(2)
-    written = _exclusive_files("REQ-10", drv, drv.worker(1, aborted.location_reference), 3)
-    written += _exclusive_files(
-        "REQ-10", drv, drv.worker(2, completed_location.location_reference), 3
-    )
-    with tagged("REQ-10", "finalize checkpoint 2", sandbox):
-        completed = drv.finalize(completed_location, b"meta:2:" + payload(64))
+    pair = _disposable("REQ-10", drv, 3)
     refused = ledger.inject("DeleteObject", status=403, code="AccessDenied", times=None)
     refused_batch = ledger.inject(per_key=True, code="AccessDenied", times=None)
     outcomes: dict[str, tuple[str, float]] = {}
     try:
         with ledger.record() as rec:
             for name, call in (
-                ("dispose_on_failure", aborted.dispose_on_failure),
-                ("dispose_storage_location", completed.dispose_storage_location),
+                ("dispose_on_failure", pair.aborted.dispose_on_failure),
+                ("dispose_storage_location", pair.completed.dispose_storage_location),
             ):
                 started = time.monotonic()
                 outcomes[name] = (_outcome(call), time.monotonic() - started)
@@ -506,9 +542,35 @@ def test_disposal_reports_what_it_could_not_delete(sandbox, target, ledger):
     for what, seconds in outcomes.values():
         assert what.startswith("OSError"), msg
         assert seconds <= 30, msg
-    for handle, blob in written:
+    for handle, blob in pair.written:
         with tagged("REQ-10", "read the state after the refused disposal", sandbox):
             assert read_handle(handle) == blob, "the state no longer reads its bytes"
     with tagged("REQ-10", "dispose once the server deletes again", sandbox):
-        aborted.dispose_on_failure()
-        completed.dispose_storage_location()
+        pair.aborted.dispose_on_failure()
+        pair.completed.dispose_storage_location()
+
+
+@pytest.mark.clause("REQ-11")
+@pytest.mark.parametrize(
+    ("status", "code"), [(501, "NotImplemented"), (405, "MethodNotAllowed")], ids=["501", "405"]
+)
+def test_disposal_without_upload_listings(sandbox, target, ledger, status, code):
+    """REQ-11: where the server does not implement ListMultipartUploads, dispose_on_failure
+    and dispose_storage_location still delete every object and raise nothing."""
+    drv = JobDriver(sandbox, **file_options(target))
+    pair = _disposable("REQ-11", drv, 3)
+    unlisted = ledger.inject("ListMultipartUploads", status=status, code=code, times=None)
+    try:
+        with ledger.record() as rec:
+            outcomes = pair.dispose_all()
+    finally:
+        ledger.clear_faults()
+    left = pair.left(sandbox)
+    msg = fail_message(
+        "REQ-11", f"dispose while ListMultipartUploads is answered {status} {code}", sandbox
+    )
+    msg += "".join(f"\n{name}: {what}" for name, what in outcomes.items())
+    msg += f"\nobjects left: {left}\nListMultipartUploads refused: {unlisted.hits}"
+    msg += f"\n{rec.summary()}"
+    assert all(what == "returned" for what in outcomes.values()), msg
+    assert not left, msg
