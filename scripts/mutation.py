@@ -63,6 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "reference" / "ckptstore"
 SUITE_PACKAGE = ROOT / "conformance" / "ckptconform"
 EQUIVALENTS = ROOT / "scripts" / "mutation_equivalents.toml"
+#: Why the survivors that count against the rate survive, by function (reviewed by hand).
+SURVIVOR_CLASSES = ROOT / "scripts" / "mutation_survivors.toml"
 #: The verdicts of each workdir, kept in the repository (``docs/mutation/results/<workdir>/``):
 #: mutmut's per-module ``.meta`` files (exit code per mutant, hash per function) without their
 #: timings. ``.mutation/`` is scratch that a fresh clone does not have; from these files its
@@ -565,11 +567,51 @@ def classify(mutants: list[Mutant]) -> list[str]:
     return stale
 
 
-def summary(text: str, mutants: list[Mutant]) -> str:
-    """The report's table, then its survivors and excuses counted by function and reason."""
+@dataclass(frozen=True)
+class SurvivorClasses:
+    """``scripts/mutation_survivors.toml``: what each class of survivors is, and the class
+    (with the reason) of the functions reviewed so far. Survivors still count against the
+    rate: a class says why they survive and what would kill them, it excuses nothing."""
+
+    classes: Mapping[str, str]
+    #: function (mutmut's name) or module -> (class, why)
+    entries: Mapping[str, tuple[str, str]]
+
+    @classmethod
+    def load(cls, path: Path = SURVIVOR_CLASSES) -> SurvivorClasses:
+        if not path.exists():
+            return cls({}, {})
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        classes = dict(data.get("classes", {}))
+        entries = {}
+        for entry in data.get("survivor", []):
+            if entry["class"] not in classes:
+                raise SystemExit(f"{path.name}: unknown class {entry['class']!r} in {entry}")
+            entries[entry.get("function") or entry["module"]] = (entry["class"], entry["why"])
+        return cls(classes, entries)
+
+    def of(self, mutant: Mutant) -> tuple[str, str]:
+        """The class and reason of a survivor; ``unreviewed`` where no entry names it."""
+        return self.entries.get(mutant.function) or self.entries.get(
+            mutant.module, (UNREVIEWED, "")
+        )
+
+    def stale(self, survivors: list[Mutant]) -> list[str]:
+        """Entries that name no surviving mutant any more."""
+        named = {m.function for m in survivors} | {m.module for m in survivors}
+        return sorted(name for name in self.entries if name not in named)
+
+
+UNREVIEWED = "unreviewed"
+
+
+def summary(text: str, mutants: list[Mutant], survivor_classes: SurvivorClasses) -> str:
+    """The report's table, then its survivors by class and by function, and the excuses."""
     head = text.split("\n## ")[0].rstrip()
     survivors: Counter[tuple[str, str]] = Counter()
+    by_class: Counter[str] = Counter()
     excuses: Counter[str] = Counter()
+    counted = []
     for mutant in mutants:
         if mutant.status in KILLED or mutant.status == NOT_RUN:
             continue
@@ -578,9 +620,23 @@ def summary(text: str, mutants: list[Mutant]) -> str:
             excuses[f"{mutant.function}: {reason}"] += 1
         else:
             survivors[(mutant.function, mutant.status)] += 1
-    lines = [head, "", f"## Survivors by function ({sum(survivors.values())})", ""]
-    lines += ["| function | status | mutants |", "|---|---|---|"]
-    lines += [f"| `{f}` | {status} | {n} |" for (f, status), n in sorted(survivors.items())]
+            by_class[survivor_classes.of(mutant)[0]] += 1
+            counted.append(mutant)
+    lines = [head, "", f"## Survivors by class ({sum(by_class.values())})", ""]
+    lines += ["Reviewed by function in scripts/mutation_survivors.toml; they count against the",
+              "rate all the same.", ""]  # fmt: skip
+    lines += ["| class | mutants | what it is |", "|---|---|---|"]
+    described = {**survivor_classes.classes, UNREVIEWED: "not reviewed yet"}
+    lines += [f"| {name} | {n} | {described.get(name, '')} |" for name, n in by_class.most_common()]
+    lines += ["", f"## Survivors by function ({sum(survivors.values())})", ""]
+    lines += ["| function | status | mutants | class: why |", "|---|---|---|---|"]
+    for (function, status), n in sorted(survivors.items()):
+        kind, why = next(survivor_classes.of(m) for m in counted if m.function == function)
+        lines.append(f"| `{function}` | {status} | {n} | {kind}{': ' + why if why else ''} |")
+    stale = survivor_classes.stale(counted)
+    if stale:
+        lines += ["", "Entries of scripts/mutation_survivors.toml without survivors (remove them):"]
+        lines += [f"- `{name}`" for name in stale]
     lines += ["", f"## Excused, by function and reason ({sum(excuses.values())})", ""]
     lines += [f"- {n} x {entry}" for entry, n in sorted(excuses.items())]
     lines += ["", "Each survivor's diff: `python scripts/mutation.py --report-only --merge`, then",
@@ -764,7 +820,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge:
         # beside the kept verdicts, what a reader of the repository sees: the table and the
         # survivors by function (the diffs stay in mutation-report/, made again from them)
-        (RESULTS.parent / "report.md").write_text(summary(text, mutants), encoding="utf-8")
+        (RESULTS.parent / "report.md").write_text(
+            summary(text, mutants, SurvivorClasses.load()), encoding="utf-8"
+        )
     overall = payload["modules"]["all"]  # type: ignore[index]
     print(text.split("\n## ")[0])
     print(f"report: {args.output / f'{stem}.md'}")

@@ -219,3 +219,46 @@ def test_only_mutants_with_cheap_tests_are_chosen(tmp_path, monkeypatch):
     assert mutation.cheap_enough(tmp_path, names, 2.0) == names[1:]
     assert mutation.cheap_enough(tmp_path, names, 1.0) == names[2:]
     assert mutation.cheap_enough(tmp_path, [], 1.0) == []
+
+
+def test_survivors_are_counted_by_class_and_still_count_against_the_rate(tmp_path):
+    """mutation_survivors.toml classes survivors by function; it excuses none of them."""
+    table = tmp_path / "survivors.toml"
+    table.write_text(
+        '[classes]\ntuning = "sizes"\n\n'
+        '[[survivor]]\nfunction = "ckptstore.paths.x_parse"\nclass = "tuning"\nwhy = "limits"\n\n'
+        '[[survivor]]\nfunction = "ckptstore.paths.x_gone"\nclass = "tuning"\nwhy = "old"\n',
+        encoding="utf-8",
+    )
+    classes = mutation.SurvivorClasses.load(table)
+    workdir = tmp_path / "w"
+    mutants = [
+        mutation.Mutant("ckptstore.paths.x_parse__mutmut_1", "survived", workdir),
+        mutation.Mutant("ckptstore.paths.x_parse__mutmut_2", "survived", workdir),
+        mutation.Mutant("ckptstore.paths.x_join__mutmut_1", "no tests", workdir),
+        mutation.Mutant("ckptstore.paths.x_join__mutmut_2", "killed", workdir),
+    ]
+    text, payload = mutation.render(mutants, [], "local")
+    report = mutation.summary(text, mutants, classes)
+    assert "| tuning | 2 | sizes |" in report
+    assert "| unreviewed | 1 | not reviewed yet |" in report
+    assert "| `ckptstore.paths.x_parse` | survived | 2 | tuning: limits |" in report
+    assert "| `ckptstore.paths.x_join` | no tests | 1 | unreviewed |" in report
+    assert "- `ckptstore.paths.x_gone`" in report  # stale: no survivor of it any more
+    assert payload["modules"]["all"]["kill_rate"] == pytest.approx(1 / 4)
+
+
+def test_survivor_classes_must_be_declared(tmp_path):
+    table = tmp_path / "survivors.toml"
+    table.write_text(
+        '[classes]\n\n[[survivor]]\nmodule = "ckptstore.paths"\nclass = "nope"\nwhy = "?"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(SystemExit, match="unknown class 'nope'"):
+        mutation.SurvivorClasses.load(table)
+
+
+def test_the_repository_survivor_table_loads():
+    classes = mutation.SurvivorClasses.load()
+    assert classes.entries
+    assert all(kind in classes.classes for kind, _ in classes.entries.values())
