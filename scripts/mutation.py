@@ -43,6 +43,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -459,6 +460,27 @@ def read_results(workdir: Path) -> list[Mutant]:
     ]
 
 
+def current_functions(reference: Path = REFERENCE) -> set[str]:
+    """mutmut's names of the functions and methods the reference defines now.
+
+    Kept verdicts of a function that was removed or renamed since (a workdir last synced
+    before the change) name code that no longer exists: the report leaves them out.
+    """
+    names = set()
+    for path in sorted(reference.glob("*.py")):
+        module = "ckptstore" if path.stem == "__init__" else f"ckptstore.{path.stem}"
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(f"{module}.x_{node.name}")
+            elif isinstance(node, ast.ClassDef):
+                names.update(
+                    f"{module}.xǁ{node.name}ǁ{item.name}"
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                )
+    return names
+
+
 #: How good a verdict is, for merging leg configurations: killed anywhere is killed.
 _RANK = {"killed": 0, "timeout": 1, "survived": 2, UNREACHED: 3}
 
@@ -807,6 +829,12 @@ def main(argv: list[str] | None = None) -> int:
         complete(each)
         keep_results(each)
     mutants = merge([read_results(w) for w in workdirs])
+    defined = current_functions()
+    gone = sorted({m.function for m in mutants if m.function not in defined})
+    if gone:
+        print(f"left out: the kept verdicts of {len(gone)} functions the reference no longer "
+              f"defines ({', '.join(gone)})")  # fmt: skip
+    mutants = [m for m in mutants if m.function in defined]
     if not mutants:
         raise SystemExit(f"no mutants recorded in {workdir}; run without --report-only first")
     stale = classify(mutants)

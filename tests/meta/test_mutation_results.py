@@ -262,3 +262,19 @@ def test_the_repository_survivor_table_loads():
     classes = mutation.SurvivorClasses.load()
     assert classes.entries
     assert all(kind in classes.classes for kind, _ in classes.entries.values())
+
+
+def test_current_functions_name_functions_and_methods_as_mutmut_does(tmp_path):
+    (tmp_path / "paths.py").write_text(
+        "def parse(x):\n    return x\n\nclass Store:\n    def open(self):\n        pass\n",
+        encoding="utf-8",
+    )
+    assert mutation.current_functions(tmp_path) == {
+        "ckptstore.paths.x_parse",
+        "ckptstore.paths.xǁStoreǁopen",
+    }
+    # the real reference: a function and a method mutmut mutates
+    defined = mutation.current_functions()
+    assert "ckptstore.io_errors.x_causal_chain" in defined
+    assert "ckptstore.s3.xǁExclusiveUploadǁwrite" in defined
+    assert "ckptstore.x___getattr__" in defined  # the package's own module
