@@ -633,6 +633,7 @@ def summary(text: str, mutants: list[Mutant], survivor_classes: SurvivorClasses)
     survivors: Counter[tuple[str, str]] = Counter()
     by_class: Counter[str] = Counter()
     excuses: Counter[str] = Counter()
+    class_of: dict[str, tuple[str, str]] = {}
     counted = []
     for mutant in mutants:
         if mutant.status in KILLED or mutant.status == NOT_RUN:
@@ -642,7 +643,8 @@ def summary(text: str, mutants: list[Mutant], survivor_classes: SurvivorClasses)
             excuses[f"{mutant.function}: {reason}"] += 1
         else:
             survivors[(mutant.function, mutant.status)] += 1
-            by_class[survivor_classes.of(mutant)[0]] += 1
+            class_of[mutant.function] = survivor_classes.of(mutant)
+            by_class[class_of[mutant.function][0]] += 1
             counted.append(mutant)
     lines = [head, "", f"## Survivors by class ({sum(by_class.values())})", ""]
     lines += ["Reviewed by function in scripts/mutation_survivors.toml; they count against the",
@@ -653,7 +655,7 @@ def summary(text: str, mutants: list[Mutant], survivor_classes: SurvivorClasses)
     lines += ["", f"## Survivors by function ({sum(survivors.values())})", ""]
     lines += ["| function | status | mutants | class: why |", "|---|---|---|---|"]
     for (function, status), n in sorted(survivors.items()):
-        kind, why = next(survivor_classes.of(m) for m in counted if m.function == function)
+        kind, why = class_of[function]
         lines.append(f"| `{function}` | {status} | {n} | {kind}{': ' + why if why else ''} |")
     stale = survivor_classes.stale(counted)
     if stale:

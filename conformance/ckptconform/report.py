@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ckptconform.target import capability_label
+
 __all__ = [
     "CLAUSE_STATUSES",
     "STATUSES",
@@ -268,8 +270,7 @@ def render_markdown(document: Mapping[str, Any]) -> str:
         out.append(f"- target version: {target['version']}")
     restricted = header.get("capability_schemes") or {}
     capabilities = [
-        f"{name} (on {', '.join(restricted[name])})" if name in restricted else name
-        for name in header.get("capabilities", [])
+        capability_label(name, restricted.get(name)) for name in header.get("capabilities", [])
     ]
     out.append(f"- capabilities: {', '.join(capabilities) or 'none'}")
     schemes = header.get("schemes")

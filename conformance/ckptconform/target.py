@@ -39,6 +39,7 @@ __all__ = [
     "Target",
     "TargetError",
     "UndeclaredOptionError",
+    "capability_label",
     "load_target",
     "validate_target",
 ]
@@ -114,19 +115,10 @@ class Target:
     def supports_scheme(self, scheme: str) -> bool:
         return self.schemes is None or scheme in self.schemes
 
-    def claims(self, capability: str, scheme: str | None = None) -> bool:
-        """Whether the target claims ``capability`` (on ``scheme``, when one is given)."""
-        if capability not in self.capabilities:
-            return False
-        holds = self.capability_schemes.get(capability)
-        return scheme is None or holds is None or scheme in holds
-
     def capability_labels(self) -> list[str]:
         """The claimed capabilities, sorted, each with the schemes it is restricted to."""
         return [
-            f"{name} (on {', '.join(sorted(self.capability_schemes[name]))})"
-            if name in self.capability_schemes
-            else name
+            capability_label(name, self.capability_schemes.get(name))
             for name in sorted(self.capabilities)
         ]
 
@@ -303,6 +295,11 @@ def validate_target(
         options=options,
         capability_schemes=capability_schemes,
     )
+
+
+def capability_label(name: str, schemes: Collection[str] | None) -> str:
+    """A capability as headers and reports show it: ``fast-duplicate (on file, s3)``."""
+    return f"{name} (on {', '.join(sorted(schemes))})" if schemes else name
 
 
 def _capability_schemes(

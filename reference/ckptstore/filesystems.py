@@ -577,6 +577,11 @@ def filesystem_for(path: StoragePath, token: str | None = None) -> Any:
 # --------------------------------------------------------------------------- directories
 
 
+#: ``makedirs`` calls of :func:`make_directories`: a checkpoint's deepest directory is a few
+#: levels below one that exists, so a few lost races at most.
+_MAKEDIRS_ATTEMPTS = 4
+
+
 def make_directories(fs: Any, path: StoragePath) -> None:
     """``makedirs(path, exist_ok=True)`` on directory file systems; nothing on object stores.
 
@@ -599,11 +604,6 @@ def make_directories(fs: Any, path: StoragePath) -> None:
                     return
                 if attempt == _MAKEDIRS_ATTEMPTS - 1:
                     raise
-
-
-#: ``makedirs`` calls of :func:`make_directories`: a checkpoint's deepest directory is a few
-#: levels below one that exists, so a few lost races at most.
-_MAKEDIRS_ATTEMPTS = 4
 
 
 def make_directory_exclusive(fs: Any, path: StoragePath) -> bool:

@@ -157,20 +157,14 @@ def test_capabilities_may_be_claimed_per_scheme():
     )
     assert target.capabilities == frozenset({"savepoints", "fast-duplicate"})
     assert target.capability_schemes == {"fast-duplicate": frozenset({"s3", "file"})}
-    assert target.claims("savepoints", "sftp")
-    assert target.claims("fast-duplicate", "s3")
-    assert target.claims("fast-duplicate")
-    assert not target.claims("fast-duplicate", "sftp")
-    assert not target.claims("entropy-injection")
     assert target.capability_labels() == ["fast-duplicate (on file, s3)", "savepoints"]
 
 
 def test_the_reference_claims_fast_duplicate_where_it_copies_server_side():
     target = load_target("ckptstore")
-    assert target.claims("fast-duplicate", "s3")
-    assert target.claims("fast-duplicate", "file")
-    assert not target.claims("fast-duplicate", "sftp")
-    assert target.claims("task-owned-state", "sftp")
+    assert {"fast-duplicate", "task-owned-state"} <= target.capabilities
+    # fast-duplicate on these schemes only (not sftp); task-owned-state on every scheme
+    assert target.capability_schemes == {"fast-duplicate": frozenset({"file", "memory", "s3"})}
 
 
 def test_unknown_option_keys_name_the_known_ones():

@@ -81,10 +81,11 @@ class SftpBackend(Backend):
 
         class _Server(asyncssh.SSHServer):
             def connection_made(self, conn: Any) -> None:
+                self._conn = conn
                 connections.add(conn)
 
             def connection_lost(self, exc: Exception | None) -> None:
-                connections.difference_update(c for c in list(connections) if c.is_closed())
+                connections.discard(self._conn)
 
             def begin_auth(self, username: str) -> bool:
                 return True
