@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import os
 import re
@@ -460,25 +461,47 @@ def read_results(workdir: Path) -> list[Mutant]:
     ]
 
 
-def current_functions(reference: Path = REFERENCE) -> set[str]:
-    """mutmut's names of the functions and methods the reference defines now.
+def current_hashes(reference: Path = REFERENCE) -> dict[str, str]:
+    """mutmut's name and hash of each function and method the reference defines now.
 
-    Kept verdicts of a function that was removed or renamed since (a workdir last synced
-    before the change) name code that no longer exists: the report leaves them out.
+    The hash is mutmut's (the first 12 hex digits of the SHA-256 of the function's syntax
+    tree dumped without field names), so it equals the one a workdir's ``.meta`` keeps for a
+    function that has not changed since that workdir's last run.
     """
-    names = set()
+    hashes = {}
     for path in sorted(reference.glob("*.py")):
         module = "ckptstore" if path.stem == "__init__" else f"ckptstore.{path.stem}"
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                names.add(f"{module}.x_{node.name}")
-            elif isinstance(node, ast.ClassDef):
-                names.update(
-                    f"{module}.xǁ{node.name}ǁ{item.name}"
-                    for item in node.body
-                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-                )
-    return names
+            methods = [(f"{module}.x_", node)]
+            if isinstance(node, ast.ClassDef):
+                methods = [(f"{module}.xǁ{node.name}ǁ", item) for item in node.body]
+            for prefix, function in methods:
+                if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                    dump = ast.dump(function, annotate_fields=False).encode()
+                    hashes[prefix + function.name] = hashlib.sha256(dump).hexdigest()[:12]
+    return hashes
+
+
+def kept_hashes(workdir: Path) -> dict[str, str]:
+    """The hash of each mutated function as ``workdir`` last saw it (mutmut's ``.meta``)."""
+    hashes = {}
+    for meta in _meta_dir(workdir).glob("*.py.meta"):
+        stem = meta.name.removesuffix(".py.meta")
+        module = "ckptstore" if stem == "__init__" else f"ckptstore.{stem}"
+        for function, digest in _read_meta(meta).get("hash_by_function_name", {}).items():
+            hashes[f"{module}.{function}"] = digest
+    return hashes
+
+
+def current_verdicts(
+    workdir: Path, mutants: list[Mutant], current: Mapping[str, str]
+) -> tuple[list[Mutant], set[str]]:
+    """``workdir``'s verdicts of functions whose code is still the code it tested, and the
+    functions whose verdicts it kept of other code (changed or removed since its last run:
+    their mutant numbers name other mutants now, or none)."""
+    seen = kept_hashes(workdir)
+    fresh = [m for m in mutants if current.get(m.function, "gone") == seen.get(m.function)]
+    return fresh, {m.function for m in mutants} - {m.function for m in fresh}
 
 
 #: How good a verdict is, for merging leg configurations: killed anywhere is killed.
@@ -830,13 +853,16 @@ def main(argv: list[str] | None = None) -> int:
     for each in workdirs:
         complete(each)
         keep_results(each)
-    mutants = merge([read_results(w) for w in workdirs])
-    defined = current_functions()
-    gone = sorted({m.function for m in mutants if m.function not in defined})
-    if gone:
-        print(f"left out: the kept verdicts of {len(gone)} functions the reference no longer "
-              f"defines ({', '.join(gone)})")  # fmt: skip
-    mutants = [m for m in mutants if m.function in defined]
+    current = current_hashes()
+    runs = []
+    for each in workdirs:
+        fresh, stale_functions = current_verdicts(each, read_results(each), current)
+        runs.append(fresh)
+        if stale_functions:
+            listed = ", ".join(sorted(stale_functions))
+            print(f"left out: {each.name}'s verdicts of {len(stale_functions)} functions "
+                  f"changed or removed since it ran ({listed})")  # fmt: skip
+    mutants = merge(runs)
     if not mutants:
         raise SystemExit(f"no mutants recorded in {workdir}; run without --report-only first")
     stale = classify(mutants)

@@ -264,17 +264,48 @@ def test_the_repository_survivor_table_loads():
     assert all(kind in classes.classes for kind, _ in classes.entries.values())
 
 
-def test_current_functions_name_functions_and_methods_as_mutmut_does(tmp_path):
+def test_current_hashes_name_functions_and_methods_as_mutmut_does(tmp_path):
     (tmp_path / "paths.py").write_text(
         "def parse(x):\n    return x\n\nclass Store:\n    def open(self):\n        pass\n",
         encoding="utf-8",
     )
-    assert mutation.current_functions(tmp_path) == {
-        "ckptstore.paths.x_parse",
-        "ckptstore.paths.xǁStoreǁopen",
-    }
+    hashes = mutation.current_hashes(tmp_path)
+    assert set(hashes) == {"ckptstore.paths.x_parse", "ckptstore.paths.xǁStoreǁopen"}
+    assert all(len(digest) == 12 for digest in hashes.values())
     # the real reference: a function and a method mutmut mutates
-    defined = mutation.current_functions()
+    defined = mutation.current_hashes()
     assert "ckptstore.io_errors.x_causal_chain" in defined
     assert "ckptstore.s3.xǁExclusiveUploadǁwrite" in defined
     assert "ckptstore.x___getattr__" in defined  # the package's own module
+
+
+def test_current_hashes_are_the_hashes_mutmut_keeps():
+    """The kept results hold mutmut's own hashes: where the code did not change since, ours
+    are equal (most functions did not change since the last runs)."""
+    current = mutation.current_hashes()
+    kept = {}
+    for meta in mutation.RESULTS.glob("*/*.py.meta"):
+        module = f"ckptstore.{meta.name.removesuffix('.py.meta')}"
+        for function, digest in (
+            json.loads(meta.read_text()).get("hash_by_function_name", {}).items()
+        ):
+            kept[f"{module}.{function}", digest] = True
+    equal = sum(current.get(function) == digest for function, digest in kept)
+    assert equal > len(kept) / 2, f"only {equal} of {len(kept)} kept hashes are ours"
+
+
+def test_verdicts_of_changed_functions_are_left_out(tmp_path):
+    meta = tmp_path / "mutants" / "src" / "ckptstore"
+    meta.mkdir(parents=True)
+    (meta / "paths.py.meta").write_text(
+        json.dumps({"hash_by_function_name": {"x_parse": "aaaaaaaaaaaa", "x_join": "bbbbbbbbbbbb"}})
+    )
+    mutants = [
+        mutation.Mutant("ckptstore.paths.x_parse__mutmut_1", "survived", tmp_path),
+        mutation.Mutant("ckptstore.paths.x_join__mutmut_1", "killed", tmp_path),
+        mutation.Mutant("ckptstore.paths.x_gone__mutmut_1", "survived", tmp_path),
+    ]
+    current = {"ckptstore.paths.x_parse": "aaaaaaaaaaaa", "ckptstore.paths.x_join": "cccccccccccc"}
+    fresh, stale = mutation.current_verdicts(tmp_path, mutants, current)
+    assert [m.name for m in fresh] == ["ckptstore.paths.x_parse__mutmut_1"]
+    assert stale == {"ckptstore.paths.x_join", "ckptstore.paths.x_gone"}
