@@ -979,7 +979,7 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("PTR7", "MD6", "decision")),
     ("BAD-8", "MUST", ("redacts-secrets",), "secrets are never shown",
      "On object-store backends, with storage_options holding secrets (an endpoint URL with "
-     "user:password@ userinfo on "
+     "user:password@ userinfo, the password holding an apostrophe as RFC 3986 allows, on "
      "127.0.0.1 at a port that refuses connections, config_kwargs' proxies for http and "
      "https at another such port with user:password@ userinfo, a secret key and "
      "client_kwargs' aws_session_token; then, with the same secrets, an endpoint URL on such a "
@@ -989,7 +989,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "steps still running after 20 seconds are abandoned unchecked), repr() and str() of the "
      "storage, its "
      "access, locations, stream factories, streams, handles, the task-owned toolset and "
-     "completed locations, str() and repr() of every error their methods raise, with its "
+     "completed locations (which return text, never raise), str() and repr() of every error "
+     "their methods raise, with its "
      "causes and contexts, and every log record of the implementation's own loggers (named "
      "under the top-level package of the target's or the storage's class, at every level, "
      "as formatted) contain none of these secrets; on object-store backends that "

@@ -33,7 +33,7 @@ from ckptstore.locations import MAX_FILE_STATE_THRESHOLD
 from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer, storage_schemes
-from ckptstore.redaction import redact
+from ckptstore.redaction import redact, secret_values
 from ckptstore.validation import (
     MAX_WRITE_BUFFER_SIZE,
     require_bool,
@@ -59,8 +59,9 @@ DEFAULT_WRITE_BUFFER_SIZE = 4096
 
 
 def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of fsspec options that is safe to show (``ckptstore.redaction.redact``)."""
-    result = redact(dict(options))
+    """A copy of fsspec options that is safe to show (``ckptstore.redaction.redact``, with
+    the options' own secret values blanked wherever they occur)."""
+    result = redact(dict(options), secret_values(options))
     assert isinstance(result, dict)
     return result
 

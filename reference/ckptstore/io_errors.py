@@ -198,13 +198,12 @@ def endpoint_label(fs: Any, scheme: str) -> str:
 
 
 def _secret_values(fs: Any) -> list[str]:
-    """Values of secret-looking options and credential attributes of ``fs``."""
-    found = secret_values(getattr(fs, "storage_options", None) or {})
-    for attribute in ("key", "secret", "token", "password"):
-        value = getattr(fs, attribute, None)
-        if isinstance(value, str):
-            found.append(value)
-    return [v for v in found if len(v) >= 4]
+    """The secrets of the options ``fs`` was made with (:func:`redaction.secret_values`).
+
+    The reference makes every file system from its storage options, so they hold every
+    credential it has; a file system's attributes (s3fs's ``key``, gcsfs's ``token``) are
+    those options again, or modes such as ``"anon"`` that are no secret."""
+    return secret_values(getattr(fs, "storage_options", None) or {})
 
 
 def _scrub(text: str, secrets: list[str]) -> str:

@@ -130,27 +130,29 @@ def redact_text(text: object, secrets: Iterable[str] = (), *, limit: int | None 
     return result
 
 
-def redact(value: Any) -> Any:
-    """A copy of ``value`` that is safe to show (see the module docstring for the rules)."""
-    return _redact(value, 0)
+def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of ``value`` that is safe to show (see the module docstring for the rules);
+    ``secrets`` are literal values to blank in its strings as :func:`redact_text` does (a
+    password the rules cannot find, such as one with an apostrophe in a URL's userinfo)."""
+    return _redact(value, 0, tuple(secrets))
 
 
-def _redact(value: Any, depth: int) -> Any:
+def _redact(value: Any, depth: int, secrets: tuple[str, ...]) -> Any:
     if depth > 20:
         return "<...>"
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, str):
-        return redact_text(value, limit=None)
+        return redact_text(value, secrets, limit=None)
     if isinstance(value, bytes | bytearray | memoryview):
         return f"<{len(value)} bytes>"
     if isinstance(value, Mapping):
         return {
-            name: REDACTED if is_secret_name(name) else _redact(item, depth + 1)
+            name: REDACTED if is_secret_name(name) else _redact(item, depth + 1, secrets)
             for name, item in value.items()
         }
     if isinstance(value, list | tuple | set | frozenset):
-        items = [_redact(item, depth + 1) for item in value]
+        items = [_redact(item, depth + 1, secrets) for item in value]
         if isinstance(value, list):
             return items
         if isinstance(value, tuple):
