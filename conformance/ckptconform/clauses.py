@@ -1121,8 +1121,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("REQ-3", "MUST", (), "throttled checkpoints complete",
      "When the server throttles PutObject per key prefix as S3 does (503 SlowDown with S3's "
      "own body beyond 10 requests per second, bursts of 2), a checkpoint of 8 tasks completes "
-     "and restores byte for byte: throttling is retried with backoff, never a failure by itself "
-     "(FLINK-40387: SlowDown storms during large checkpoints).",
+     "and restores byte for byte, and so does the next checkpoint when the PutObject of its "
+     "_metadata is answered SlowDown three times in a row: throttling is retried with backoff, "
+     "never a failure by itself, and a prefix throttled for a second or two needs more "
+     "attempts than a transient fault does (FLINK-40387: SlowDown storms during large "
+     "checkpoints; S3A counts throttling retries apart from other retries for this reason).",
      ("decision",)),
     ("REQ-4", "MUST", (), "a lost answer after commit never fails a checkpoint",
      "When the server carries out a PutObject and its answer is lost (the connection drops "

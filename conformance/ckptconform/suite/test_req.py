@@ -173,7 +173,8 @@ def test_restores_read_each_file_once(sandbox, target, ledger):
 
 @pytest.mark.clause("REQ-3")
 def test_throttled_checkpoints_complete(sandbox, target, ledger):
-    """REQ-3: S3-style SlowDown per prefix is retried; the checkpoint completes intact."""
+    """REQ-3: S3-style SlowDown per prefix is retried; the checkpoint completes intact, also
+    when its _metadata is throttled three times in a row."""
     coord = _coordinator(sandbox, target, 8)
     with tagged("REQ-3", "initialize_base_locations_for_checkpoint", sandbox):
         coord.init_base()
@@ -184,6 +185,14 @@ def test_throttled_checkpoints_complete(sandbox, target, ledger):
         assert throttle.throttled > 0, fail_message("REQ-3", "the throttle", sandbox) + (
             "\nno request was throttled: the test did not test anything"
         )
+    _restored("REQ-3", sandbox, target, run)
+    # one request throttled again and again: the _metadata of the next checkpoint
+    burst = ledger.inject("PutObject", times=3, key_contains="_metadata")
+    run = _checkpoint("REQ-3", sandbox, coord, 2)
+    ledger.clear_faults()
+    assert burst.hits == 3, fail_message("REQ-3", "the throttled _metadata", sandbox) + (
+        f"\nthe SlowDown answers hit {burst.hits} of 3 requests"
+    )
     _restored("REQ-3", sandbox, target, run)
 
 
