@@ -922,7 +922,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("BAD-4", "MUST", (), "hostile pointers and references",
      "resolve_checkpoint of the storage and of an access, given the corpus's hostile pointers "
      "(empty, blank, NUL, newline and other control characters, lone surrogates that are not "
-     "UTF-8, longer than 4096 characters, unknown schemes, percent-encoded segments such as "
+     "UTF-8, longer than 4096 characters, unknown schemes, texts shaped like credentials (a "
+     "sig=... parameter, an Authorization header, a Bearer token, a quoted mapping holding a "
+     "password, user:password@host), percent-encoded segments such as "
      "'%2e%2e' and '%2f', and '.', '..' and empty segments below the test's root, plus a "
      "hypothesis sample of such segments appended to a checkpoint's pointer), raises "
      "TypeError, ValueError or OSError (FileNotFoundError included) or resolves, and raises "

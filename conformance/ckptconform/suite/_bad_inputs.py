@@ -579,6 +579,13 @@ FREE_POINTERS: tuple[str, ...] = (
     "%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
     "chk-1/%00/_metadata",
     "\u202echk-1",
+    # shaped like credentials, as a pasted log line or configuration would be: an
+    # implementation that scrubs what it shows parses these texts before anything else
+    "a b=c&sig=ckptconform-sig/chk-1",
+    "Authorization: Bearer ckptconform-token/chk-1",
+    "a Bearer ckptconform-token/chk-1",
+    "{'password': 'ckptconform-pw', 'region': 'eu'}/chk-1",
+    "ckptconform:ckptconform-pw@127.0.0.1/chk-1",
 )
 
 
