@@ -568,8 +568,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("PTR5", "T-BASE2")),
     ("PTR-7", "MUST", (), "no metadata, no checkpoint",
      "A checkpoint directory without _metadata (in flight, aborted, or metadata deleted) does "
-     "not resolve: FileNotFoundError (Flink PTR6; the Flink fixture's chk-13).",
-     ("PTR6",)),
+     "not resolve: FileNotFoundError (Flink PTR6; the Flink fixture's chk-13). A directory "
+     "named _metadata is a directory like any other (Flink PTR5, PTR6: the file system's "
+     "answer decides, not the name): with a _metadata file inside it resolves to that file's "
+     "bytes, with only another file inside it raises FileNotFoundError.",
+     ("PTR5", "PTR6")),
     ("PTR-8", "MUST", (), "invalid pointers",
      "Garbage strings and unknown or unsupported URL schemes raise OSError, and the JobManager's "
      "'<checkpoint-not-externally-addressable>' pointer raises FileNotFoundError (Flink PTR3, "

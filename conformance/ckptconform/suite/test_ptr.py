@@ -245,6 +245,40 @@ def test_no_metadata_no_checkpoint(sandbox, target):
         )
 
 
+@pytest.mark.clause("PTR-7")
+def test_a_directory_named_metadata(sandbox, target):
+    """PTR-7: a directory named _metadata is looked up for the _metadata inside it; without
+    one it does not resolve."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, _ = drv.checkpoint(3, metadata=b"inner metadata")
+    original = file_path(completed.metadata_handle)
+    if original is None:  # the clause says nothing of metadata handles: nothing to copy
+        pytest.skip("the metadata handle names no file: the suite cannot copy _metadata")
+    raw = sandbox.backend.raw
+    named = join(sandbox.root, "named", "_metadata")
+    empty = join(sandbox.root, "empty", "_metadata")
+    for directory, name, data in ((named, "_metadata", sandbox.read(original)),
+                                  (empty, "other", b"not metadata")):  # fmt: skip
+        raw.makedirs(sandbox.raw_path(directory), exist_ok=True)
+        raw.pipe_file(sandbox.raw_path(join(directory, name)), data)
+    with tagged(
+        "PTR-7", "resolve_checkpoint (a directory named _metadata)", sandbox, pointer=named
+    ):
+        loc = drv.fresh_storage().resolve_checkpoint(named)
+    assert read_handle(loc.metadata_handle) == b"inner metadata", fail_message(
+        "PTR-7", "resolve_checkpoint (a directory named _metadata)", sandbox, pointer=named
+    )
+    expect_error(
+        FileNotFoundError,
+        "PTR-7",
+        "resolve_checkpoint (a directory named _metadata, none inside)",
+        lambda: drv.fresh_storage().resolve_checkpoint(empty),
+        sandbox,
+        pointer=empty,
+    )
+
+
 BAD_POINTERS = [
     "this-is_not/a#filepath.at.all",
     "nosuchscheme-ckpt://bucket/path/chk-1",
