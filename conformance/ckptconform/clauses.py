@@ -198,8 +198,8 @@ OPTIONS: dict[str, Option] = {
             "retryable failure (a 5xx answer) is retried until that many were sent, then the "
             "operation gives up with an OSError.",
             "retry-budget",
-            "in REQ-6's test (with retry_seconds), in BAD-8's test when the target claims "
-            "retry-budget (refused connections end quickly), and alone in BAD-9's test.",
+            "in REQ-6's test (with retry_seconds, and alone), in BAD-8's test when the target "
+            "claims retry-budget (refused connections end quickly), and alone in BAD-9's test.",
         ),
         Option(
             "retry_seconds",
@@ -210,8 +210,8 @@ OPTIONS: dict[str, Option] = {
             "The retry budget's time: how long one operation may take, retries and a server "
             "that does not answer included, before it gives up with an OSError.",
             "retry-budget",
-            "in REQ-6's test (with retry_attempts), in BAD-8's test when the target claims "
-            "retry-budget, and alone in BAD-9's test.",
+            "in REQ-6's test (with retry_attempts, and alone), in BAD-8's test when the target "
+            "claims retry-budget, and alone in BAD-9's test.",
         ),
     )
 }
@@ -1150,9 +1150,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "With retry_attempts A and retry_seconds S (A=3, S=9.5, a float as the options catalog "
      "allows; and A=2, S=4.0): while every PutObject of a state file is answered 500 "
      "InternalError, closing a file-backed stream fails with an OSError within S + 5 seconds "
-     "after exactly A PutObject requests for that file (the budget is spent, not exceeded); "
-     "while only its first A - 1 PutObjects are answered so, the close returns a handle that "
-     "reads the bytes written; and with A=2, S=4.0, while the server hangs on every PutObject "
+     "after exactly A PutObject requests for that file (the budget is spent, not exceeded), "
+     "and so it does with A=2, S=4.0 while every PutObject is answered 503 SlowDown "
+     "(throttling spends the budget the user set), and with A=2 alone (no retry_seconds) "
+     "within 30 seconds; while only its first A - 1 PutObjects are answered 500, the close "
+     "returns a handle that reads the bytes written; and with A=2, S=4.0, and with S=4.0 "
+     "alone, while the server hangs on every PutObject "
      "(no answer for 60 seconds), the close fails with an OSError within S + 5 seconds "
      "(decision: a bounded retry budget the storage exposes as configuration, as S3A's "
      "fs.s3a.attempts.maximum and fs.s3a.connection.request.timeout).",
