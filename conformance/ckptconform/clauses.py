@@ -505,8 +505,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("seed 002", "ACC5", "ACC6", "T-FSA5")),
     ("LAY-7", "MUST", ("file-layout",), "no leftovers after finalization",
      "After finalization a chk-<n> directory holds exactly _metadata and the files of the "
-     "exclusive handles taken from its streams: no temporary or staging files remain (decision; "
-     "Flink commits _metadata with no visible staging file, MD2).",
+     "exclusive handles taken from its streams: no temporary or staging files remain; on "
+     "object stores, the first job on an endpoint (a fresh route to the server) leaves no "
+     "file below its checkpoint directory but those of chk-<n>, whatever its setup wrote "
+     "there (decision; Flink commits _metadata with no visible staging file, MD2).",
      ("MD2", "decision")),
     ("LAY-8", "MUST", ("entropy-injection",), "entropy key never reaches the store",
      "With an entropy key in the checkpoint path (a whole segment with entropy_length 4, or "

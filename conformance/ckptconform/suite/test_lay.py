@@ -220,6 +220,36 @@ def test_no_leftovers_after_finalization(sandbox, threshold):
     )
 
 
+@pytest.mark.clause("LAY-7")
+@pytest.mark.options("inline_threshold")
+@pytest.mark.backend_traits(object_store=True)
+def test_no_leftovers_of_a_first_setup(sandbox, backend):
+    """LAY-7: the first job on an endpoint (a fresh route to the object store) leaves nothing
+    below its checkpoint directory but chk-<n>'s files, whatever its setup wrote there."""
+    if not hasattr(backend, "open_route"):
+        pytest.skip(f"the {backend.name} backend offers no second route to its server")
+    with backend.open_route() as route:
+        routed = {"storage_options": {**backend.storage_options, "endpoint_url": route.url}}
+        drv = JobDriver(sandbox, inline_threshold=0, **routed)
+        drv.init_base()
+        location = drv.location(5)
+        factory = drv.worker(5, location.location_reference)
+        kept = write_state(factory, payload(500, 5), EXCLUSIVE)
+        drv.finalize(location, payload(300, seed=5))
+    chk = f"{drv.job_id}/chk-5"
+    state = [f"{chk}/{os.path.basename(file_path(kept))}"] if file_path(kept) else []
+    expected = sorted([f"{chk}/_metadata", *state])
+    files, _ = rel_paths(sandbox, drv.checkpoint_dir)
+    assert files == expected, fail_message(
+        "LAY-7",
+        "files below the checkpoint directory after the first setup on an endpoint",
+        sandbox,
+        route=route.url,
+        expected=expected,
+        found=files,
+    )
+
+
 #: LAY-8's entropy keys: (the segment of the checkpoint path that holds the key, the length)
 ENTROPY_CASES = (("_entropy_", 4), ("ent-_entropy_-x", 1))
 
