@@ -687,8 +687,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "returns, in order, handles of new files in the target location (task-owned for the "
      "toolset, the scope's directory for a factory) with the same bytes and sizes; a relative "
      "handle's copy is relative, with its new file's name as relative_path, and an absolute "
-     "handle's copy absolute (no relative_path); the sources stay intact (Flink TO4, T-TS2, "
-     "T-TS4).",
+     "handle's copy absolute (no relative_path); the sources stay intact; on the local file "
+     "system this holds also for handles on another device (a tmpfs such as /dev/shm, where "
+     "the machine has a writable one), which no hard link reaches (Flink TO4, T-TS2, T-TS4).",
      ("TO4", "TO6", "S17", "T-TS2", "T-TS4")),
     ("TOW-9", "MUST", ("fast-duplicate",), "duplication is server-side",
      "On S3, duplicate() copies server-side: CopyObject requests, no GetObject and no upload of "

@@ -8,6 +8,8 @@ disposals must leave it alone, the task's own discard must remove it.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -153,9 +155,11 @@ def test_cannot_duplicate_inline_state(sandbox, target):
         )
 
 
-def _sources(sandbox):
-    """File handles written by another job (the restored snapshot of NO_CLAIM mode)."""
-    old = JobDriver(sandbox, inline_threshold=0)
+def _sources(sandbox, checkpoint_dir=None):
+    """File handles written by another job (the restored snapshot of NO_CLAIM mode), below
+    ``checkpoint_dir`` (default: the sandbox's)."""
+    where = {} if checkpoint_dir is None else {"checkpoint_dir": checkpoint_dir}
+    old = JobDriver(sandbox, inline_threshold=0, **where)
     old.init_base()
     factory = old.worker(1, old.location(1).location_reference)
     blobs = [payload(100, 1), payload(5000, 2), payload(70_000, 3)]
@@ -166,12 +170,50 @@ def _sources(sandbox):
     ]
 
 
+def other_device_directory(sandbox) -> str | None:
+    """A writable local directory on another device than the sandbox's (a tmpfs such as
+    /dev/shm), where hard links to the sandbox cannot be made; None elsewhere."""
+    if sandbox.backend.scheme != "file":
+        return None
+    existing = sandbox.backend.raw_path(sandbox.root)
+    while not os.path.exists(existing):  # the sandbox's own directory comes with its first file
+        existing = os.path.dirname(existing)
+    device = os.stat(existing).st_dev
+    for candidate in ("/dev/shm", "/run/shm", os.path.expanduser("~")):
+        usable = os.path.isdir(candidate) and os.access(candidate, os.W_OK)
+        if usable and os.stat(candidate).st_dev != device:
+            return candidate
+    return None
+
+
 @pytest.mark.clause("TOW-8")
 @pytest.mark.options("inline_threshold")
 def test_fast_duplication(sandbox, target):
     """TOW-8: toolsets and factories duplicate() file handles into new files of their location,
     with the same bytes and sizes, the sources intact."""
-    sources = _sources(sandbox)
+    _check_fast_duplication(sandbox, target, _sources(sandbox))
+
+
+@pytest.mark.clause("TOW-8")
+@pytest.mark.options("inline_threshold")
+def test_fast_duplication_across_devices(sandbox, target):
+    """TOW-8: on the local file system, handles on another device (no hard link reaches them)
+    are duplicated as well."""
+    directory = other_device_directory(sandbox)
+    if directory is None:
+        pytest.skip(
+            f"the {sandbox.backend.name} backend is no local file system with a writable "
+            "directory on another device (such as /dev/shm)"
+        )
+    elsewhere = tempfile.mkdtemp(prefix="ckptconform-device-", dir=directory)
+    try:
+        sources = _sources(sandbox, checkpoint_dir=f"file://{elsewhere}")
+        _check_fast_duplication(sandbox, target, sources, device=elsewhere)
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+def _check_fast_duplication(sandbox, target, sources, **inputs):
     drv = JobDriver(sandbox, inline_threshold=0)
     drv.init_base()
     location = drv.location(2)
@@ -191,10 +233,12 @@ def test_fast_duplication(sandbox, target):
     for label, can, duplicate, where in targets:
         for handle in handles:
             assert can(handle) is True, fail_message(
-                "TOW-8", f"{label}.can_fast_duplicate", sandbox, handle=handle
+                "TOW-8", f"{label}.can_fast_duplicate", sandbox, handle=handle, **inputs
             )
         copies = duplicate(handles)
-        msg = fail_message("TOW-8", f"{label}.duplicate", sandbox, handles=handles, copies=copies)
+        msg = fail_message(
+            "TOW-8", f"{label}.duplicate", sandbox, handles=handles, copies=copies, **inputs
+        )
         assert len(copies) == len(handles), msg
         for (source, blob), copy in zip(sources, copies, strict=True):
             assert file_path(copy), msg
