@@ -18,6 +18,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import cloudpickle
 import pytest
@@ -274,6 +275,7 @@ def test_each_storage_keeps_its_own_route(sandbox, target, backend, writer):
         )
         with tagged("SER-8", "resolve the pointer through the writer's storage", **inputs):
             resolved = drv.storage.resolve_checkpoint(completed.external_pointer)
+        early = _made_before_the_other(drv, target)
         # the other route is configured last: the most recent storage for the bucket
         other = sandbox.make_storage(**theirs, **file_options(target))
         other.create_checkpoint_storage(JobID.generate())
@@ -310,13 +312,46 @@ def test_each_storage_keeps_its_own_route(sandbox, target, backend, writer):
             require(deletes >= 1, "SER-8", msg)
         else:
             require(len(disposal) == 0, "SER-8", msg)
-        _keeps_working_through_its_route(sandbox, target, backend, route, drv, writer)
+        _keeps_working_through_its_route(sandbox, target, backend, route, drv, writer, early)
 
 
-def _keeps_working_through_its_route(sandbox, target, backend, route, drv, writer):
-    """SER-8: after the other storage was made, everything the first one does (a checkpoint's
-    location, exclusive, shared and task-owned state, duplicates, a savepoint, disposing the
-    aborted location) sends its requests through its own endpoint only."""
+def _made_before_the_other(drv, target) -> dict[str, Any]:
+    """What the first storage makes before the other storage exists and uses only after it: a
+    checkpoint's location and its stream factory, a savepoint location, a second access."""
+    early: dict[str, Any] = {"location": drv.location(6)}
+    early["factory"] = drv.worker(6, early["location"].location_reference)
+    early["access"] = drv.storage.create_checkpoint_storage(JobID.generate())
+    if "savepoints" in target.capabilities and drv.access.has_default_savepoint_location():
+        early["savepoint"] = drv.access.initialize_location_for_savepoint(8, None)
+    return early
+
+
+def _use_what_was_made_before(drv, target, early: dict[str, Any]) -> list[Any]:
+    """Write, duplicate, read and finalize through the objects of _made_before_the_other;
+    returns the completed locations (disposed of by the caller)."""
+    early["access"].initialize_base_locations_for_checkpoint()
+    factory = early["factory"]
+    written = {
+        drv.write(factory, payload(3000, 7), EXCLUSIVE): payload(3000, 7),
+        drv.write(factory, payload(2000, 8), SHARED): payload(2000, 8),
+    }
+    if "fast-duplicate" in target.capabilities:
+        for scope in (EXCLUSIVE, SHARED):
+            handles = [h for h in written if factory.can_fast_duplicate(h, scope)]
+            for source, copy in zip(handles, factory.duplicate(handles, scope), strict=True):
+                assert read_handle(copy) == written[source], "a duplicate's bytes differ"
+    completed = [drv.finalize(early["location"], b"made before the other storage")]
+    if "savepoint" in early:
+        completed.append(drv.finalize(early["savepoint"], b"savepoint made before the other"))
+    return completed
+
+
+def _keeps_working_through_its_route(sandbox, target, backend, route, drv, writer, early):
+    """SER-8: after the other storage was made, everything the first one does (with objects it
+    made before: a checkpoint's location, its stream factory, a savepoint location, a second
+    access; then a checkpoint's location, exclusive, shared and task-owned state, duplicates, a
+    savepoint, disposing the aborted location and the completed ones) sends its requests
+    through its own endpoint only."""
     inputs = {"writer": writer, "route": route.url}
     everywhere = backend.ledger.record() if backend.ledger is not None else None
     with (
@@ -324,6 +359,7 @@ def _keeps_working_through_its_route(sandbox, target, backend, route, drv, write
         everywhere or _no_recording() as seen,
         tagged("SER-8", "work on after the other storage was made", sandbox, **inputs),
     ):
+        completed = _use_what_was_made_before(drv, target, early)
         location = drv.location(4)
         factory = drv.worker(4, location.location_reference)
         written = [
@@ -338,6 +374,8 @@ def _keeps_working_through_its_route(sandbox, target, backend, route, drv, write
             savepoint = drv.access.initialize_location_for_savepoint(9, None)
             drv.finalize(savepoint, b"savepoint through the first storage's route")
         location.dispose_on_failure()
+        for done in completed:
+            done.dispose_storage_location()
     msg = fail_message("SER-8", "which endpoint the first storage's work took", sandbox, **inputs)
     msg += f"\nthrough the second route:\n{via_route.summary()}"
     if writer == "own-endpoint":
