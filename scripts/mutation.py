@@ -461,6 +461,11 @@ def read_results(workdir: Path) -> list[Mutant]:
     ]
 
 
+def _module_of(stem: str) -> str:
+    """The module of the reference that the file ``<stem>.py`` (or its ``.meta``) holds."""
+    return "ckptstore" if stem == "__init__" else f"ckptstore.{stem}"
+
+
 def current_hashes(reference: Path = REFERENCE) -> dict[str, str]:
     """mutmut's name and hash of each function and method the reference defines now.
 
@@ -470,7 +475,7 @@ def current_hashes(reference: Path = REFERENCE) -> dict[str, str]:
     """
     hashes = {}
     for path in sorted(reference.glob("*.py")):
-        module = "ckptstore" if path.stem == "__init__" else f"ckptstore.{path.stem}"
+        module = _module_of(path.stem)
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             methods = [(f"{module}.x_", node)]
             if isinstance(node, ast.ClassDef):
@@ -486,8 +491,7 @@ def kept_hashes(workdir: Path) -> dict[str, str]:
     """The hash of each mutated function as ``workdir`` last saw it (mutmut's ``.meta``)."""
     hashes = {}
     for meta in _meta_dir(workdir).glob("*.py.meta"):
-        stem = meta.name.removesuffix(".py.meta")
-        module = "ckptstore" if stem == "__init__" else f"ckptstore.{stem}"
+        module = _module_of(meta.name.removesuffix(".py.meta"))
         for function, digest in _read_meta(meta).get("hash_by_function_name", {}).items():
             hashes[f"{module}.{function}"] = digest
     return hashes

@@ -56,7 +56,9 @@ __all__ = [
     "rel_paths",
     "require",
     "roundtrip",
+    "routed_options",
     "same_location",
+    "second_route",
     "tagged",
     "write_chunks",
     "write_state",
@@ -310,6 +312,21 @@ def rel_paths(sandbox: Any, url: str) -> tuple[list[str], list[str]]:
             if info.get("type") == "directory" and path.startswith(base + "/"):
                 dirs.append(path[len(base) + 1 :])
     return sorted(files), sorted(dirs)
+
+
+@contextmanager
+def second_route(backend: Any) -> Iterator[Any]:
+    """``backend.open_route()``: a second endpoint to the backend's server for one block (a
+    counting proxy with its own ledger), or a skip with its reason where the backend has none."""
+    if not hasattr(backend, "open_route"):
+        pytest.skip(f"the {backend.name} backend offers no second route to its server")
+    with backend.open_route() as route:
+        yield route
+
+
+def routed_options(backend: Any, route: Any) -> dict[str, Any]:
+    """``make_storage`` options that reach the backend's server through ``route``."""
+    return {"storage_options": {**backend.storage_options, "endpoint_url": route.url}}
 
 
 def put_file(sandbox: Any, url: str, data: bytes) -> None:

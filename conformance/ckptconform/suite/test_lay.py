@@ -30,7 +30,9 @@ from ckptconform.suite._driver import (
     read_handle,
     rel_paths,
     require,
+    routed_options,
     same_location,
+    second_route,
     tagged,
     write_state,
 )
@@ -226,11 +228,8 @@ def test_no_leftovers_after_finalization(sandbox, threshold):
 def test_no_leftovers_of_a_first_setup(sandbox, backend):
     """LAY-7: the first job on an endpoint (a fresh route to the object store) leaves nothing
     below its checkpoint directory but chk-<n>'s files, whatever its setup wrote there."""
-    if not hasattr(backend, "open_route"):
-        pytest.skip(f"the {backend.name} backend offers no second route to its server")
-    with backend.open_route() as route:
-        routed = {"storage_options": {**backend.storage_options, "endpoint_url": route.url}}
-        drv = JobDriver(sandbox, inline_threshold=0, **routed)
+    with second_route(backend) as route:
+        drv = JobDriver(sandbox, inline_threshold=0, **routed_options(backend, route))
         drv.init_base()
         location = drv.location(5)
         factory = drv.worker(5, location.location_reference)

@@ -24,6 +24,8 @@ from ckptconform.suite._driver import (
     payload,
     read_handle,
     require,
+    routed_options,
+    second_route,
     tagged,
 )
 from ckptstore.api import NON_ADDRESSABLE_POINTER, ByteStreamStateHandle
@@ -129,9 +131,8 @@ def test_no_second_metadata(sandbox, target, how):
 def test_no_second_metadata_where_conditional_writes_are_ignored(sandbox, target, backend, how):
     """MD-3: on a server that ignores conditional writes (a second route to the backend whose
     ledger removes If-None-Match) a second metadata stream still fails; the first stays."""
-    with backend.open_route() as route, route.ledger.ignoring_conditional_writes():
-        routed = {"storage_options": {**backend.storage_options, "endpoint_url": route.url}}
-        drv = JobDriver(sandbox, **routed, **file_options(target))
+    with second_route(backend) as route, route.ledger.ignoring_conditional_writes():
+        drv = JobDriver(sandbox, **routed_options(backend, route), **file_options(target))
         with tagged("MD-3", "finalize once where If-None-Match is ignored", sandbox, how=how):
             drv.init_base()
             location = drv.location(5)

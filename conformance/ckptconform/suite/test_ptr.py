@@ -21,6 +21,7 @@ from ckptconform.suite._driver import (
     file_path,
     join,
     payload,
+    put_file,
     read_handle,
     require,
     same_location,
@@ -255,13 +256,10 @@ def test_a_directory_named_metadata(sandbox, target):
     original = file_path(completed.metadata_handle)
     if original is None:  # the clause says nothing of metadata handles: nothing to copy
         pytest.skip("the metadata handle names no file: the suite cannot copy _metadata")
-    raw = sandbox.backend.raw
     named = join(sandbox.root, "named", "_metadata")
     empty = join(sandbox.root, "empty", "_metadata")
-    for directory, name, data in ((named, "_metadata", sandbox.read(original)),
-                                  (empty, "other", b"not metadata")):  # fmt: skip
-        raw.makedirs(sandbox.raw_path(directory), exist_ok=True)
-        raw.pipe_file(sandbox.raw_path(join(directory, name)), data)
+    put_file(sandbox, join(named, "_metadata"), sandbox.read(original))
+    put_file(sandbox, join(empty, "other"), b"not metadata")
     with tagged(
         "PTR-7", "resolve_checkpoint (a directory named _metadata)", sandbox, pointer=named
     ):

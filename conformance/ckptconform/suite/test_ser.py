@@ -33,6 +33,8 @@ from ckptconform.suite._driver import (
     payload,
     read_handle,
     require,
+    routed_options,
+    second_route,
     tagged,
     write_state,
 )
@@ -262,10 +264,8 @@ def test_each_storage_keeps_its_own_route(sandbox, target, backend, writer):
     """SER-8: with two storages reaching one bucket by different endpoints, the handles and
     completed checkpoints of each read and dispose through the writer's endpoint, also when a
     storage with the other endpoint was made after it."""
-    if not hasattr(backend, "open_route"):
-        pytest.skip(f"the {backend.name} backend offers no second route to its server")
-    with backend.open_route() as route:
-        routed = {"storage_options": {**backend.storage_options, "endpoint_url": route.url}}
+    with second_route(backend) as route:
+        routed = routed_options(backend, route)
         mine, theirs = (routed, {}) if writer == "second-route" else ({}, routed)
         inputs = {"writer": writer, "route": route.url}
         drv = JobDriver(sandbox, **mine, **file_options(target))

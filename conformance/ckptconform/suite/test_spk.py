@@ -35,6 +35,7 @@ from ckptconform.suite._driver import (
     move_tree,
     read_handle,
     require,
+    second_route,
     tagged,
 )
 from ckptconform.workload import (
@@ -256,7 +257,7 @@ def _restore_through_a_route(
     _, run = _completed_checkpoint(sandbox, target, spark, 1, clause)
     # Inline handles reach no store; a storage that writes no files passes trivially.
     files = [record for record, _ in _file_states(run.states)]
-    with backend.open_route() as route:
+    with second_route(backend) as route:
         storage, environ, key = configure(route.url)
         inputs = {"route": route.url, "variables": sorted(environ), "key": key}
         with route.ledger.record() as via_route, ledger.record() as at_server:
