@@ -172,9 +172,6 @@ DIRECTORY_SCHEMES = frozenset({"file", "memory"})
 OBJECT_STORE_UPLOAD_BUFFER = 48 * 1024 * 1024
 #: Parts after the first: half the buffer, so one can fill while the other is in flight.
 OBJECT_STORE_PART_SIZE = OBJECT_STORE_UPLOAD_BUFFER // 2
-#: Block size of other object stores' writers (gcsfs, adlfs...), which hold about two blocks
-#: and a copy: 8 MiB, what AWS suggests, above S3's 5 MiB minimum part.
-OTHER_STORE_BLOCK_SIZE = 8 * 1024 * 1024
 _COPY_SCHEMES = frozenset(S3_SCHEMES | {"gs", "gcs", "file", "memory"})
 # Writers that are plain local/in-memory files: closing them is all the cleanup they need.
 _LOCAL_FILE_TYPES: tuple[type, ...] = (io.BufferedWriter, io.FileIO, io.BytesIO)
@@ -678,9 +675,10 @@ def open_exclusive_write(fs: Any, path: StoragePath) -> IO[bytes]:
     Local files use the built-in ``open(..., 'xb')`` (atomic ``O_EXCL``, ``fileno`` for
     fsync). S3 gets a ``ckptstore.s3.ExclusiveUpload`` (:func:`_s3_upload`): one PutObject
     with ``If-None-Match: *`` at close for a state of up to :data:`OBJECT_STORE_UPLOAD_BUFFER`,
-    a multipart upload completed with that header for a larger one. Other object stores get
-    ``fs.open(path, 'xb')``, which buffers likewise. So nothing exists on the store until
-    the file is committed and a discarded writer uploads nothing. The writer
+    a multipart upload completed with that header for a larger one. Other file systems get
+    ``fs.open(path, 'xb')`` (:func:`exclusive_mode`) with their own buffering; object stores
+    among them (gcsfs, adlfs) likewise create nothing until the file is committed, and a
+    discarded writer uploads nothing. The writer
     raises the contract's errors (``ckptstore.io_errors.guarded_writer``); an existing file
     raises ``CheckpointFileExistsError``.
     """
@@ -692,9 +690,6 @@ def open_exclusive_write(fs: Any, path: StoragePath) -> IO[bytes]:
                 writer = cast(IO[bytes], fs.open(path.fs_path, "xb"))
         elif path.scheme in S3_SCHEMES:
             writer = cast(IO[bytes], _s3_upload(fs, path))
-        elif traits_for(path.scheme).object_store:
-            # blocks of 8 MiB: memory of a large stream stays near two blocks
-            writer = cast(IO[bytes], fs.open(path.fs_path, "xb", block_size=OTHER_STORE_BLOCK_SIZE))
         else:
             writer = cast(IO[bytes], fs.open(path.fs_path, exclusive_mode(fs)))
             pipelined = getattr(writer, "set_pipelined", None)

@@ -100,7 +100,6 @@ class FsCheckpointStreamFactory:
         self._threshold = file_state_threshold
         self._buffer_size = max(write_buffer_size, file_state_threshold)
         self._fs_token = fs_token
-        self._entropy = entropy
         self._stream_settings = {
             scope: StreamSettings.of(
                 exclusive_dir if scope is CheckpointedStateScope.EXCLUSIVE else shared_dir,

@@ -120,15 +120,13 @@ def resolve_checkpoint_pointer(
     *,
     allowed_schemes: Collection[str],
     storage_options: Mapping[str, Any] | None = None,
-    options_schemes: Collection[str] | None = None,
 ) -> FsCompletedCheckpointStorageLocation:
     """Find the checkpoint or savepoint that ``pointer`` names.
 
     ``allowed_schemes``: the schemes that may be opened (the storage's own checkpoint and
     savepoint schemes plus what the user allowed); ``file`` and ``local`` are the same.
-    ``storage_options``: fsspec options for the pointer's file system; they are used for the
-    schemes in ``options_schemes`` (default: every scheme except ``file`` and ``memory``,
-    which take none).
+    ``storage_options``: fsspec options for the pointer's file system; every scheme but
+    ``file`` and ``memory`` (which take none) gets them.
 
     Raises ``MissingArgumentError`` (TypeError) for ``None``, ``InvalidArgumentError``
     (ValueError) "empty checkpoint pointer", ``InvalidPointerError`` for an unparsable
@@ -166,11 +164,7 @@ def resolve_checkpoint_pointer(
         purpose=" to resolve pointers on it",
     )
 
-    use_options = (
-        location.scheme not in DIRECTORY_SCHEMES
-        if options_schemes is None
-        else location.scheme in normalise_schemes(options_schemes)
-    )
+    use_options = location.scheme not in DIRECTORY_SCHEMES
     try:
         token = register_path(location, storage_options if use_options else None)
         fs = filesystem_for(location, token)

@@ -93,6 +93,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import errno
 import io
 import threading
@@ -411,12 +412,8 @@ def head_object(fs: Any, path: StoragePath) -> dict[str, Any] | None:
     bucket, key = _bucket_key(fs, path)
     try:
         return dict(fs.call_s3("head_object", Bucket=bucket, Key=key))
-    except FileNotFoundError:
+    except FileNotFoundError:  # s3fs translates 404 (a HEAD's answer has no code of its own)
         return None
-    except OSError as exc:
-        if error_code(exc) in ("404", "NoSuchKey", "NotFound"):
-            return None
-        raise
 
 
 # --------------------------------------------------------------------------- uploads
@@ -448,7 +445,6 @@ class ExclusiveUpload:
         self._limit = max(self._part_size, buffer_limit)
         self._buffer: io.BytesIO | None = io.BytesIO()
         self._buffered = 0
-        self._sent = 0
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
         self._in_flight: concurrent.futures.Future[Any] | None = None
@@ -521,14 +517,13 @@ class ExclusiveUpload:
         future = self._in_flight
         if future is None:
             return
-        size, number = self._in_flight_size, self._in_flight_number
+        number = self._in_flight_number
         self._in_flight, self._in_flight_size = None, 0
         answer = future.result()
         part = {"PartNumber": number, "ETag": answer["ETag"]}
         if "ChecksumSHA256" in answer:
             part["ChecksumSHA256"] = answer["ChecksumSHA256"]
         self._parts.append(part)
-        self._sent += size
 
     def close(self) -> None:
         """Commit: one exclusive PutObject, or the last part and the exclusive completion."""
@@ -551,7 +546,6 @@ class ExclusiveUpload:
                     MultipartUpload={"Parts": self._parts},
                     IfNoneMatch="*",
                 )
-            self._sent += self._buffered
             self._buffered = 0
         finally:
             self.closed = True
@@ -768,14 +762,8 @@ def list_open_uploads(fs: Any, directory: StoragePath) -> list[dict[str, Any]] |
 
 def abort_upload(fs: Any, bucket: str, key: str, upload_id: str) -> None:
     """AbortMultipartUpload; one that is gone already (NoSuchUpload) is fine."""
-    try:
+    with contextlib.suppress(FileNotFoundError):  # s3fs translates NoSuchUpload
         fs.call_s3("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id)
-    except FileNotFoundError:
-        return
-    except Exception as exc:
-        if error_code(exc) == "NoSuchUpload":
-            return
-        raise
 
 
 def delete_below(fs: Any, directory: StoragePath) -> None:
