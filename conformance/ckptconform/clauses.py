@@ -109,7 +109,8 @@ OPTIONS: dict[str, Option] = {
             "storage_options",
             "Mapping[str, Any]",
             "fsspec-style connection settings; s3fs's keys on S3 legs: endpoint_url, key, "
-            "secret, token, client_kwargs (region_name, aws_session_token); fsspec's sftp "
+            "secret, token, client_kwargs (region_name, aws_session_token), and in BAD-8 "
+            "config_kwargs (proxies) and anon (unsigned requests); fsspec's sftp "
             "keys on the sftp leg: host, port, username, password; {} on local and memory",
             "How to reach the backend under test: the endpoint and credentials of the S3 "
             "or SFTP server the suite runs or was given. A storage reaches the store with these "
@@ -995,7 +996,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "https at another such port with user:password@ userinfo, a secret key and "
      "client_kwargs' aws_session_token; then, with the same secrets, an endpoint URL on such a "
      "port whose query string carries an X-Amz-Security-Token and a sig parameter, the shape "
-     "of presigned and SAS URLs, which botocore refuses by quoting it; retry_attempts 1 and "
+     "of presigned and SAS URLs, which botocore refuses by quoting it; then unsigned requests "
+     "(s3fs's anon) to an endpoint URL on such a port whose userinfo password is four "
+     "characters holding an apostrophe, which the client's connection error quotes whole, "
+     "so that only the configured value finds it; retry_attempts 1 and "
      "retry_seconds 5 where retry-budget is claimed; "
      "steps still running after 20 seconds are abandoned unchecked), repr() and str() of the "
      "storage, its "
@@ -1044,7 +1048,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "checkpoint's _metadata, reading a file-backed handle written before and "
      "resolve_checkpoint of a checkpoint completed before each raise an OSError within 15 "
      "seconds whose message names the endpoint's host and port; creating the streams, "
-     "writing, close() and reading an inline handle either succeed or fail the same way "
+     "writing, close(), reading an inline handle, duplicating a file-backed handle written "
+     "before (where fast-duplicate is claimed), discarding it, dispose_on_failure of the "
+     "checkpoint's location and dispose_storage_location of the completed checkpoint either "
+     "succeed or fail the same way "
      "(decision, as BAD-10 for a refused connection: S3's error text names no endpoint, and "
      "an operator whose storage reaches several needs to know which one refused).",
      ("decision",)),
@@ -1136,7 +1143,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "_metadata is answered SlowDown three times in a row: throttling is retried with backoff, "
      "never a failure by itself, and a prefix throttled for a second or two needs more "
      "attempts than a transient fault does (FLINK-40387: SlowDown storms during large "
-     "checkpoints; S3A counts throttling retries apart from other retries for this reason).",
+     "checkpoints; S3A counts throttling retries apart from other retries for this reason). "
+     "It is retried within bounds: while every PutObject of a state file is answered SlowDown "
+     "without end, closing a stream of 8192 bytes fails with an OSError within 30 seconds "
+     "instead of holding the checkpoint (S3A's fs.s3a.retry.throttle.limit bounds its "
+     "throttling retries likewise).",
      ("decision",)),
     ("REQ-4", "MUST", (), "a lost answer after commit never fails a checkpoint",
      "When the server carries out a PutObject and its answer is lost (the connection drops "

@@ -17,6 +17,8 @@ import logging
 import math
 import os
 import re
+import secrets
+import string
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -836,7 +838,11 @@ def test_no_secret_is_shown(sandbox, target, backend):
     token = f"ckptconform-token-{random_name(12)}"
     query_token = f"ckptconform-query-token-{random_name(12)}"
     query_sig = f"ckptconform-query-sig-{random_name(12)}"
-    watch = SecretWatch([password, proxy_password, secret, token, query_token, query_sig])
+    # four characters, the shortest secret a redaction by value must still find
+    short_password = f"{secrets.choice(string.digits)}'{random_name(2)}"
+    watch = SecretWatch(
+        [password, proxy_password, secret, token, query_token, query_sig, short_password]
+    )
     endpoint = f"127.0.0.1:{closed_port()}"
     proxy = f"http://ckptconform:{proxy_password}@127.0.0.1:{closed_port()}"
     base = dict(backend.storage_options)
@@ -857,29 +863,33 @@ def test_no_secret_is_shown(sandbox, target, backend):
             "proxies": {"http": proxy, "https": proxy},
         },
     }
-    with tagged("BAD-8", "make_storage with secrets in storage_options", endpoint=endpoint):
-        storage = sandbox.make_storage(storage_options=unreachable, **options)
-    notes = []
-    with own_log_records(target, storage) as records:
-        if not within(
-            UNREACHABLE_PHASE_SECONDS, lambda: _exercise(watch, sandbox, target, storage, False)
-        ):
-            notes.append(f"(steps after {UNREACHABLE_PHASE_SECONDS:g} s at {endpoint} abandoned)")
-        _watch_records(watch, records)
-    # the shape of presigned and SAS URLs: secrets in the endpoint's query string
-    signed = {
-        **with_secrets,
-        "endpoint_url": f"http://{endpoint}/?X-Amz-Security-Token={query_token}&sig={query_sig}",
+    phases = {
+        "secrets in storage_options": unreachable,
+        # the shape of presigned and SAS URLs: secrets in the endpoint's query string
+        "secrets in the endpoint's query": {
+            **with_secrets,
+            "endpoint_url": f"http://{endpoint}/?X-Amz-Security-Token={query_token}"
+            f"&sig={query_sig}",
+        },
+        # unsigned requests reach the socket, and the client's error quotes the whole URL
+        "unsigned requests to an endpoint with userinfo": {
+            **with_secrets,
+            "anon": True,
+            "endpoint_url": f"http://ckptconform:{short_password}@{endpoint}",
+        },
     }
-    with tagged("BAD-8", "make_storage with secrets in the endpoint's query", endpoint=endpoint):
-        storage = sandbox.make_storage(storage_options=signed, **options)
-    with own_log_records(target, storage) as records:
-        if not within(
-            UNREACHABLE_PHASE_SECONDS, lambda: _exercise(watch, sandbox, target, storage, False)
-        ):
-            notes.append(f"(steps with secrets in the query abandoned after "
-                         f"{UNREACHABLE_PHASE_SECONDS:g} s)")  # fmt: skip
-        _watch_records(watch, records)
+    notes = []
+    for phase, storage_options in phases.items():
+        with tagged("BAD-8", f"make_storage with {phase}", endpoint=endpoint):
+            storage = sandbox.make_storage(storage_options=storage_options, **options)
+        with own_log_records(target, storage) as records:
+            if not within(
+                UNREACHABLE_PHASE_SECONDS,
+                lambda: _exercise(watch, sandbox, target, storage, False),  # noqa: B023
+            ):
+                notes.append(f"(steps with {phase} abandoned after "
+                             f"{UNREACHABLE_PHASE_SECONDS:g} s)")  # fmt: skip
+            _watch_records(watch, records)
     leaks = list(watch.leaks)
     if backend.accepts_any_credentials:
         reachable = with_secrets
@@ -1155,8 +1165,29 @@ def test_server_errors_name_the_endpoint(sandbox, target, backend, ledger):
             lambda: drv.storage.resolve_checkpoint(completed.external_pointer),
             must_fail=True,
         )
+        _cleanup_steps(run, drv, target, location, completed, [h for h, _ in written])
     finally:
         ledger.clear_faults()
     _require_none(
         "BAD-13", run.untyped_or_unnamed(), run, "steps while every request is refused with 403"
+    )
+
+
+def _cleanup_steps(
+    run: StoreRun, drv: JobDriver, target: Any, location: Any, completed: Any, handles: list[Any]
+) -> None:
+    """BAD-13's steps that copy or delete: duplicating a file-backed handle (where
+    fast-duplicate is claimed), discarding it, and both disposals; each may succeed."""
+    files = [h for h in handles if file_path(h) is not None]
+    if files and "fast-duplicate" in target.capabilities:
+        factory = drv.worker(1, location.location_reference)
+        run.step(
+            "duplicate a file-backed handle written before",
+            lambda: factory.duplicate(files[:1], EXCLUSIVE),
+        )
+    for handle in files[:1]:
+        run.step("discard_state of a file-backed handle written before", handle.discard_state)
+    run.step("dispose_on_failure of the checkpoint's location", location.dispose_on_failure)
+    run.step(
+        "dispose_storage_location of a completed checkpoint", completed.dispose_storage_location
     )

@@ -196,6 +196,62 @@ def test_throttled_checkpoints_complete(sandbox, target, ledger):
     _restored("REQ-3", sandbox, target, run)
 
 
+#: REQ-3's bound on a close while the server throttles without end (default options)
+ENDLESS_THROTTLE_SECONDS = 30.0
+
+
+@pytest.mark.clause("REQ-3")
+def test_endless_throttling_fails_in_bounded_time(sandbox, target, ledger):
+    """REQ-3: while every PutObject of a state file is answered SlowDown without end, closing
+    the stream fails with an OSError within 30 s (throttling is retried within bounds)."""
+    coord = _coordinator(sandbox, target, 1)
+    with tagged("REQ-3", "initialize the checkpoint", sandbox):
+        coord.init_base()
+        location = coord.checkpoint_location(1)
+        factory = coord.access.resolve_checkpoint_storage_location(1, location.location_reference)
+    ledger.inject("PutObject", times=None)  # S3's 503 SlowDown, for ever
+    close = _ClosingRun(factory, payload(THRESHOLD * 8, 3))
+    with ledger.record() as rec:
+        close.run(ENDLESS_THROTTLE_SECONDS)
+        ledger.clear_faults()
+    msg = fail_message("REQ-3", "close a stream while every PutObject is throttled", sandbox)
+    msg += f"\noutcome after {close.took:.1f} s: {close.outcome}\n{rec.summary()}"
+    if close.outcome == "returned" and not rec.count(operation="PutObject"):
+        return  # an inline state: nothing was sent, nothing to bound
+    assert close.outcome.startswith("OSError"), msg
+    assert close.took <= ENDLESS_THROTTLE_SECONDS, msg
+
+
+@dataclass
+class _ClosingRun:
+    """A file-backed state stream written and closed for its handle in a thread, for at most
+    a bound: what came of it (:func:`_outcome`, or "still running after ...") and how long."""
+
+    factory: Any
+    blob: bytes
+    outcome: str = ""
+    took: float = 0.0
+    handle: Any = None
+
+    def run(self, bound: float) -> None:
+        stream = self.factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+
+        def close_a_file_backed_stream() -> None:
+            try:
+                stream.write(self.blob)
+                self.handle = stream.close_and_get_handle()
+            finally:
+                stream.close()
+
+        box: dict[str, str] = {}
+        started = time.monotonic()
+        finished = within(
+            bound + 1, lambda: box.update(outcome=_outcome(close_a_file_backed_stream))
+        )
+        self.took = time.monotonic() - started
+        self.outcome = box["outcome"] if finished else f"still running after {self.took:.0f} s"
+
+
 @pytest.mark.clause("REQ-4")
 @pytest.mark.parametrize("where", ["state", "metadata"])
 def test_a_lost_answer_after_commit_never_fails_a_checkpoint(sandbox, target, ledger, where):
@@ -298,25 +354,11 @@ def test_an_operation_keeps_to_its_retry_budget(sandbox, target, ledger, attempt
         ledger.inject("PutObject", status=500, code="InternalError", times=attempts - 1)
     else:
         ledger.inject("PutObject", delay=60, times=None)
-    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
-    handle: list[Any] = []
-
-    def close_a_file_backed_stream() -> None:
-        try:
-            stream.write(blob)
-            handle.append(stream.close_and_get_handle())
-        finally:
-            stream.close()
-
-    box: dict[str, str] = {}
-    started = time.monotonic()
+    close = _ClosingRun(factory, blob)
     with ledger.record() as rec:
-        finished = within(
-            bound + 1, lambda: box.update(outcome=_outcome(close_a_file_backed_stream))
-        )
-        took = time.monotonic() - started
+        close.run(bound)
         ledger.clear_faults()  # ends the server's hangs; an abandoned close then finishes
-    outcome = box["outcome"] if finished else f"still running after {took:.0f} s"
+    outcome, took = close.outcome, close.took
     msg = fail_message(
         "REQ-6",
         f"close a stream while PutObject is {fault}",
@@ -329,7 +371,7 @@ def test_an_operation_keeps_to_its_retry_budget(sandbox, target, ledger, attempt
     if fault == "transient":
         assert outcome == "returned", msg + f"\n(a fault that clears after {attempts - 1} tries)"
         with tagged("REQ-6", "read the state written after the retries", sandbox):
-            assert read_handle(handle[0]) == blob, "the state does not read its bytes"
+            assert read_handle(close.handle) == blob, "the state does not read its bytes"
         return
     assert outcome.startswith("OSError"), msg
     assert took <= bound, msg
