@@ -1055,6 +1055,20 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "(decision, as BAD-10 for a refused connection: S3's error text names no endpoint, and "
      "an operator whose storage reaches several needs to know which one refused).",
      ("decision",)),
+    ("BAD-14", "SHOULD", (), "errno and class agree",
+     "Every OSError the storage raises carries an errno, one that Python's OSError(errno, "
+     "text) maps to the error's own built-in class (the first in its MRO; for a "
+     "ConnectionError, which no errno maps to, ECONNREFUSED, ECONNRESET, ECONNABORTED, EPIPE, "
+     "ETIMEDOUT, EHOSTUNREACH or ENETUNREACH): reading a file-backed handle whose file was "
+     "discarded raises FileNotFoundError with errno ENOENT on every backend; through an "
+     "endpoint that refuses connections (BAD-10's steps) every OSError carries errno "
+     "ECONNREFUSED; while the server answers every request 403 AccessDenied (BAD-13's steps) "
+     "no error is a ConnectionError or has one of those connection errnos (decision, beyond "
+     "Flink: Python's convention, where OSError's constructor picks the subclass from the "
+     "errno and callers branch on either, so that retry logic tells a missing object, an "
+     "unreachable store and a refused request apart; Flink's Java exceptions carry their "
+     "class only).",
+     ("decision",)),
     # ------------------------------------------------------------------ SPK
     ("SPK-1", "MUST", (), "storages ship to executors",
      "A storage pickled on the coordinator and unpickled by tasks in other processes (Spark "

@@ -12,6 +12,7 @@ every file's size and SHA-256, before and after.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import math
@@ -75,6 +76,7 @@ from ckptconform.suite._driver import (
     same_location,
     tagged,
     within,
+    write_state,
 )
 from ckptconform.suite._strategies import capped
 from ckptstore.api import JobID
@@ -1143,9 +1145,18 @@ def test_server_errors_name_the_endpoint(sandbox, target, backend, ledger):
     """BAD-13: while the server answers every request 403 AccessDenied, closing a stream,
     finalizing _metadata, reading a handle and resolve_checkpoint each raise an OSError whose
     message names the endpoint's host and port."""
+    run = _denied_run("BAD-13", sandbox, target, backend, ledger)
+    _require_none(
+        "BAD-13", run.untyped_or_unnamed(), run, "steps while every request is refused with 403"
+    )
+
+
+def _denied_run(clause: str, sandbox: Any, target: Any, backend: Any, ledger: Any) -> StoreRun:
+    """BAD-13's steps while the server answers every request 403 AccessDenied (for
+    ``clause``, which a failure before the fault blames)."""
     endpoint = host_and_port(str(backend.storage_options.get("endpoint_url", "")))
     options, writes_files = _store_run_options(target)
-    with tagged("BAD-13", "a completed checkpoint and a handle, before any fault", sandbox):
+    with tagged(clause, "a completed checkpoint and a handle, before any fault", sandbox):
         drv = JobDriver(sandbox, **options)
         drv.init_base()
         completed, written = drv.checkpoint(2, exclusive=[payload(3000, 13)])
@@ -1168,9 +1179,7 @@ def test_server_errors_name_the_endpoint(sandbox, target, backend, ledger):
         _cleanup_steps(run, drv, target, location, completed, [h for h, _ in written])
     finally:
         ledger.clear_faults()
-    _require_none(
-        "BAD-13", run.untyped_or_unnamed(), run, "steps while every request is refused with 403"
-    )
+    return run
 
 
 def _cleanup_steps(
@@ -1191,3 +1200,105 @@ def _cleanup_steps(
     run.step(
         "dispose_storage_location of a completed checkpoint", completed.dispose_storage_location
     )
+
+
+# --------------------------------------------------------------------------- BAD-14
+
+#: errnos of a connection that could not be made or was lost: a ConnectionError's (with
+#: ConnectionRefusedError's, ConnectionResetError's, ConnectionAbortedError's and
+#: BrokenPipeError's own) and those of timeouts and unreachable hosts and networks
+CONNECTION_ERRNOS = frozenset(
+    {
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.EPIPE,
+        errno.ETIMEDOUT,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+    }
+)
+
+
+def errno_disagreement(error: BaseException) -> str | None:
+    """Why ``error``'s errno and class disagree (BAD-14), or ``None``.
+
+    The class Python's ``OSError(errno, text)`` picks for the errno must be the error's own
+    built-in class (the first one in its MRO); a ConnectionError, which no errno picks, needs
+    one of :data:`CONNECTION_ERRNOS`.
+    """
+    if not isinstance(error, OSError):
+        return None
+    code = error.errno
+    if not isinstance(code, int):
+        return f"{type(error).__name__} has no errno ({code!r})"
+    own = next(c for c in type(error).__mro__ if c.__module__ == "builtins")
+    picked = type(OSError(code, "text"))
+    agrees = code in CONNECTION_ERRNOS if own is ConnectionError else picked is own
+    if agrees:
+        return None
+    name = errno.errorcode.get(code, str(code))
+    return (
+        f"{type(error).__name__} (a {own.__name__}) has errno {name}, which Python's OSError "
+        f"makes a {picked.__name__}"
+    )
+
+
+def _errno_findings(run: StoreRun, wanted: Callable[[OSError], str | None]) -> list[str]:
+    """The failed steps of ``run`` whose errno disagrees with their class or with ``wanted``."""
+    found = []
+    for step in run.steps:
+        if not isinstance(step.error, OSError):
+            continue
+        why = errno_disagreement(step.error) or wanted(step.error)
+        if why:
+            found.append(f"  {step.name}: {why}: {step.said()}")
+    return found
+
+
+@pytest.mark.clause("BAD-14")
+def test_a_removed_state_is_enoent(sandbox, target):
+    """BAD-14: reading a file-backed handle whose file was discarded raises FileNotFoundError
+    with errno ENOENT."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    handle = write_state(drv.worker(1, drv.location(1).location_reference), payload(3000))
+    if file_path(handle) is None:
+        pytest.skip("the state is inline: there is no file to remove (DIS-6 reads it)")
+    handle.discard_state()
+    run = StoreRun("")
+    run.step("open and read the handle after discard_state", lambda: read_handle(handle))
+    findings = _errno_findings(
+        run,
+        lambda e: None if isinstance(e, FileNotFoundError) and e.errno == errno.ENOENT
+        else "not a FileNotFoundError with errno ENOENT",
+    )  # fmt: skip
+    if not run.steps[0].error:
+        findings.append("  the removed state was read without an error")
+    _require_none("BAD-14", findings, run, "a read of a removed state")
+
+
+@pytest.mark.clause("BAD-14")
+@pytest.mark.backend_traits(object_store=True)
+def test_a_refused_connection_is_econnrefused(sandbox, target, backend):
+    """BAD-14: through an endpoint that refuses connections every OSError carries errno
+    ECONNREFUSED."""
+    run = _unreachable_run(sandbox, target, backend)
+    findings = _errno_findings(
+        run, lambda e: None if e.errno == errno.ECONNREFUSED else "errno is not ECONNREFUSED"
+    )
+    _require_none("BAD-14", findings, run)
+
+
+@pytest.mark.clause("BAD-14")
+def test_a_denied_request_is_no_connection_error(sandbox, target, backend, ledger):
+    """BAD-14: while the server answers every request 403 AccessDenied, no error is a
+    ConnectionError or carries a connection's errno."""
+    run = _denied_run("BAD-14", sandbox, target, backend, ledger)
+
+    def connection_like(error: OSError) -> str | None:
+        if isinstance(error, ConnectionError) or error.errno in CONNECTION_ERRNOS:
+            return "a refused request reported as a failed connection"
+        return None
+
+    _require_none("BAD-14", _errno_findings(run, connection_like), run, "steps under 403")
