@@ -515,16 +515,19 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "there (decision; Flink commits _metadata with no visible staging file, MD2).",
      ("MD2", "decision")),
     ("LAY-8", "MUST", ("entropy-injection",), "entropy key never reaches the store",
-     "With an entropy key in the checkpoint path (a whole segment with entropy_length 4, or "
-     "inside a segment, 'ent-<key>-x', with entropy_length 1), no object written carries the "
-     "key (state of "
-     "every scope, task-owned state and, where fast-duplicate is claimed, the toolset's "
-     "duplicates of it), and no request names a key that holds it (where a ledger counts "
-     "requests): data files "
-     "get entropy_length random alphanumeric characters in its place, the _metadata path and the "
-     "external pointer have it removed (a segment left empty goes away), and the pointer "
-     "resolves, through a fresh storage, to the "
-     "metadata and state written (Flink E2, E3, E4, E7, T-ENT1).",
+     "With an entropy key in the checkpoint path (a whole segment with entropy_length 4, "
+     "inside a segment, 'ent-<key>-x', with entropy_length 1, or twice, '<key>/cp/<key>', "
+     "with entropy_length 2), no object written carries the key where it first occurs (state "
+     "of every scope, task-owned state and, where fast-duplicate is claimed, the toolset's "
+     "duplicates of it and a stream factory's duplicates into both scopes), and no request "
+     "names a key that holds it there (where a ledger counts requests): data files get "
+     "entropy_length random alphanumeric characters in its place, the _metadata path and the "
+     "external pointer have it removed (a segment left empty goes away), only the first "
+     "occurrence being replaced or removed while a second stays as written, and the pointer "
+     "resolves, through a fresh storage, to the metadata and state written; with the key, "
+     "dispose_on_failure of another checkpoint's location returns, and after "
+     "dispose_storage_location the pointer raises FileNotFoundError (Flink E2, E3, E4, E7, "
+     "T-ENT1).",
      ("E3", "E4", "E7", "L7", "T-ENT1")),
     ("LAY-9", "MUST", ("entropy-injection",), "invalid entropy options are refused",
      "An entropy_key holding a character Flink forbids (~ # @ * + % { } < > [ ] | \" \\), or an "

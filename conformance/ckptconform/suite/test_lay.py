@@ -17,6 +17,7 @@ from hypothesis import example, given
 
 from ckptconform.suite._driver import (
     EXCLUSIVE,
+    SHARED,
     JobDriver,
     expect_error,
     fail_message,
@@ -249,8 +250,8 @@ def test_no_leftovers_of_a_first_setup(sandbox, backend):
     )
 
 
-#: LAY-8's entropy keys: (the segment of the checkpoint path that holds the key, the length)
-ENTROPY_CASES = (("_entropy_", 4), ("ent-_entropy_-x", 1))
+#: LAY-8's entropy keys: (the part of the checkpoint path that holds the key, the length)
+ENTROPY_CASES = (("_entropy_", 4), ("ent-_entropy_-x", 1), ("_entropy_/cp/_entropy_", 2))
 
 
 @pytest.mark.clause("LAY-8")
@@ -258,10 +259,12 @@ ENTROPY_CASES = (("_entropy_", 4), ("ent-_entropy_-x", 1))
 @pytest.mark.backend_traits(object_store=True)
 @pytest.mark.parametrize(("segment", "length"), ENTROPY_CASES)
 def test_entropy_never_reaches_the_store(sandbox, target, backend, segment, length):
-    """LAY-8: with an entropy key (a whole segment of the path, or inside one), no written path
-    has the key (nor, where a ledger counts them, any request); the pointer has it removed."""
+    """LAY-8: with an entropy key (a whole segment of the path, inside one, or twice), no
+    written path has the key where it was first (nor, where a ledger counts them, any
+    request); the pointer has it removed; both disposals work with it."""
     key = "_entropy_"
     base = join(sandbox.root, segment, "checkpoints")
+    literal = segment.count(key) - 1  # only the first occurrence is the entropy's (E3)
     ledger = backend.ledger
     with ledger.record() if ledger is not None else contextlib.nullcontext() as requests:
         drv = JobDriver(
@@ -276,10 +279,13 @@ def test_entropy_never_reaches_the_store(sandbox, target, backend, segment, leng
             3, exclusive=[payload(100, 1)], shared=[payload(200, 2)], metadata=b"entropy"
         )
         task_owned = drv.task_owned(payload(300, 3))
+        aborted = drv.location(4)
         copies = []
         if "fast-duplicate" in target.capabilities:
             toolset = drv.access.create_task_owned_checkpoint_state_toolset()
-            copies = [(copy, None) for copy in toolset.duplicate([task_owned])]
+            copies = toolset.duplicate([task_owned])
+            factory = drv.worker(4, aborted.location_reference)
+            copies += [c for s in (EXCLUSIVE, SHARED) for c in factory.duplicate([task_owned], s)]
     keyed = [] if requests is None else [r for r in requests.requests if key in (r.key or "")]
     files = files_below(sandbox, sandbox.root)
     msg = fail_message(
@@ -293,16 +299,17 @@ def test_entropy_never_reaches_the_store(sandbox, target, backend, segment, leng
         files=files,
     )
     assert files, msg + "\nnothing was written"
-    assert not [f for f in files if key in f], msg + "\na written path has the key"
+    assert not [f for f in files if f.count(key) > literal], msg + "\na written path has the key"
+    keyed = [r for r in keyed if (r.key or "").count(key) > literal]
     assert not keyed, msg + "\nrequests naming the key:\n" + "\n".join(map(str, keyed[:10]))
-    assert key not in completed.external_pointer, msg + "\nthe pointer has the key"
-    removed = segment.replace(key, "")  # an emptied segment goes away (Flink E3)
-    without = join(sandbox.root, *([removed] if removed else []), "checkpoints")
-    without = join(without, str(drv.job_id), "chk-3")
+    assert completed.external_pointer.count(key) == literal, msg + "\nthe pointer has the key"
+    # the first occurrence removed, and a segment left empty goes away (Flink E3)
+    removed = [part for part in segment.replace(key, "", 1).split("/") if part]
+    without = join(sandbox.root, *removed, "checkpoints", str(drv.job_id), "chk-3")
     assert same_location(sandbox, completed.external_pointer, without), msg
     prefix, _, suffix = segment.partition(key)
     entropy = re.escape(prefix) + "[0-9A-Za-z]{" + str(length) + "}" + re.escape(suffix)
-    for handle, _blob in [*written, (task_owned, None), *copies]:
+    for handle in [*(h for h, _ in written), task_owned, *copies]:
         path = sandbox.raw_path(file_path(handle))
         root = sandbox.raw_path(sandbox.root)
         assert re.match(re.escape(root) + f"/{entropy}/checkpoints/", path), (
@@ -312,7 +319,21 @@ def test_entropy_never_reaches_the_store(sandbox, target, backend, segment, leng
     assert read_handle(resolved.metadata_handle) == b"entropy", msg
     for handle, blob in written:
         assert read_handle(resolved.resolve_handle(handle)) == blob, msg
+    for copy in copies:
+        assert read_handle(copy) == payload(300, 3), msg + "\na duplicate does not read its bytes"
     assert files_below(sandbox, drv.chk_dir(3)) == [], msg + "\nfiles at the literal-key path"
+    with tagged("LAY-8", "dispose_on_failure of a checkpoint location with the key", sandbox):
+        aborted.dispose_on_failure()
+    with tagged("LAY-8", "dispose_storage_location of a checkpoint with the key", sandbox):
+        completed.dispose_storage_location()
+    expect_error(
+        FileNotFoundError,
+        "LAY-8",
+        "resolve the pointer of a disposed checkpoint with the key",
+        lambda: drv.fresh_storage().resolve_checkpoint(completed.external_pointer),
+        sandbox,
+        pointer=completed.external_pointer,
+    )
 
 
 @pytest.mark.clause("LAY-10")
