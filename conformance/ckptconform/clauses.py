@@ -1190,7 +1190,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "within 30 seconds; while only its first A - 1 PutObjects are answered 500, the close "
      "returns a handle that reads the bytes written; and with A=2, S=4.0, and with S=4.0 "
      "alone, while the server hangs on every PutObject "
-     "(no answer for 60 seconds), the close fails with an OSError within S + 5 seconds "
+     "(no answer for 60 seconds), the close fails with an OSError within S + 5 seconds; "
+     "with neither key, a budget set in the client's own options holds as well: with "
+     "config_kwargs retries {max_attempts: 0} (botocore's count of retries after the first "
+     "request) a PutObject answered 500 every time is sent once per file, and the "
+     "storage_options given are left unmodified "
      "(decision: a bounded retry budget the storage exposes as configuration, as S3A's "
      "fs.s3a.attempts.maximum and fs.s3a.connection.request.timeout).",
      ("decision",)),

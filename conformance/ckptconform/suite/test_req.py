@@ -10,6 +10,7 @@ pages. ``ckptconform budget`` runs the same workload at scale.
 
 from __future__ import annotations
 
+import copy
 import pickle
 import time
 from collections.abc import Callable
@@ -380,6 +381,41 @@ def test_an_operation_keeps_to_its_retry_budget(sandbox, target, ledger, attempt
         assert set(per_file.values()) == {attempts}, msg + (
             f"\nPutObject requests per file: {per_file}; the budget is {attempts}"
         )
+
+
+@pytest.mark.clause("REQ-6")
+def test_a_budget_in_the_client_options_is_kept(sandbox, target, backend, ledger):
+    """REQ-6: with botocore's own retry setting in config_kwargs (retries max_attempts 0) and
+    neither budget key, a PutObject answered 500 every time is sent once per file, and the
+    storage_options given are left unmodified."""
+    base = dict(backend.storage_options)
+    client_config = {**base.get("config_kwargs", {}), "retries": {"max_attempts": 0}}
+    storage_options = {**base, "config_kwargs": client_config}
+    given = copy.deepcopy(storage_options)
+    coord = _coordinator(sandbox, target, 1, storage_options=storage_options)
+    with tagged("REQ-6", "initialize the checkpoint", sandbox):
+        coord.init_base()
+        location = coord.checkpoint_location(1)
+        factory = coord.access.resolve_checkpoint_storage_location(1, location.location_reference)
+    ledger.inject("PutObject", status=500, code="InternalError", times=None)
+    close = _ClosingRun(factory, payload(THRESHOLD * 8, 5))
+    with ledger.record() as rec:
+        close.run(ATTEMPTS_ALONE_SECONDS)
+        ledger.clear_faults()
+    msg = fail_message(
+        "REQ-6",
+        "close a stream while PutObject fails, with the retries in config_kwargs",
+        sandbox,
+        config_kwargs=client_config,
+    ) + (f"\noutcome after {close.took:.1f} s: {close.outcome}\n{rec.summary()}")
+    puts = rec.filter(operation="PutObject")
+    per_file = {r.key: rec.count(operation="PutObject", key_contains=r.key) for r in puts}
+    assert close.outcome.startswith("OSError"), msg
+    assert per_file, msg + "\n(no PutObject reached the server)"
+    assert set(per_file.values()) == {1}, msg + f"\nPutObject requests per file: {per_file}"
+    assert storage_options == given, msg + (
+        f"\nthe storage_options given were modified:\n{storage_options}\nnot\n{given}"
+    )
 
 
 @pytest.mark.clause("REQ-7")
