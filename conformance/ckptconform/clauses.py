@@ -436,7 +436,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "multipart upload (its parts would cost storage until a lifecycle rule, if any, removes "
      "them). On S3 backends the storage "
      "gets s3fs's default_block_size of 5 MiB in its storage_options, so that a storage on "
-     "s3fs uploads the state in several parts (a multipart upload) instead of one request; "
+     "s3fs uploads the state in several parts (a multipart upload) instead of one request, "
+     "and where a ledger counts requests it does so: no PutObject of the state's key, and at "
+     "least three UploadParts of at most 5 MiB of state each (s3fs's meaning of "
+     "default_block_size, which bounds the memory an upload holds); "
      "where the target claims memory-limit, max_state_size is 32 MiB (Flink S5, S6: a "
      "stream writes its buffer out whenever it is full, whatever the state's size).",
      ("S5", "S6", "S13")),

@@ -5,6 +5,9 @@ The basic round trip lives here so that it fails first and explains later failur
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -448,13 +451,17 @@ def test_large_state_round_trips_in_parts(sandbox, target):
     drv = JobDriver(sandbox, **options)
     factory = _factory(drv)
     sizes = [MIB] * 6 + [3 * MIB] + [MIB] * 6
+    ledger = sandbox.backend.ledger if sandbox.backend.scheme == "s3" else None
     for scope in (EXCLUSIVE, SHARED):
         blob = payload(sum(sizes), seed=14)
-        handle = drv.write(factory, blob, scope, sizes)
+        with ledger.record() if ledger is not None else contextlib.nullcontext() as requests:
+            handle = drv.write(factory, blob, scope, sizes)
         msg = fail_message("STR-14", f"{scope} state of 15 MiB", sandbox, sizes=sizes)
         assert handle is not None, msg
         assert read_handle(handle) == blob, msg
         assert handle.state_size in (len(blob), -1), msg + f"\nstate_size {handle.state_size}"
+        if requests is not None and file_path(handle) is not None:
+            _check_parts(requests, sandbox.raw_path(file_path(handle)), msg)
     before = files_below(sandbox, sandbox.root)
     stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
     write_chunks(stream, payload(sum(sizes), seed=15), sizes)
@@ -467,3 +474,20 @@ def test_large_state_round_trips_in_parts(sandbox, target):
     assert not uploads, fail_message(
         "STR-14", "close() without a handle after 15 MiB", sandbox, open_uploads=uploads
     )
+
+
+#: STR-14's part bound: default_block_size, plus what aws-chunked framing adds to a body
+PART_BYTES = 5 * MIB + 64 * 1024
+
+
+def _check_parts(requests: Any, raw_path: str, msg: str) -> None:
+    """STR-14 on a ledger: the state of ``raw_path`` went up as a multipart upload in parts of
+    at most default_block_size (5 MiB), not in one PutObject."""
+    key = raw_path.split("/", 1)[1]
+    writes = [r for r in requests.requests if r.key == key]
+    puts = [r for r in writes if r.operation == "PutObject"]
+    parts = [r.bytes_in for r in writes if r.operation == "UploadPart"]
+    shown = "\n".join(f"  {r} ({r.bytes_in} bytes)" for r in writes)
+    assert not puts, msg + f"\nthe state went up in one PutObject:\n{shown}"
+    assert len(parts) >= 3, msg + f"\nnot a multipart upload in parts:\n{shown}"
+    assert max(parts) <= PART_BYTES, msg + f"\nparts beyond default_block_size:\n{shown}"
