@@ -1029,8 +1029,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "the ranges).",
      ("decision",)),
     ("BAD-10", "MUST", (), "an unreachable store fails fast, typed and named",
-     "On object-store backends, with storage_options whose endpoint_url names 127.0.0.1 at a "
-     "port that refuses connections: closing a stream of 3000 bytes of state (where "
+     "On backends that reach a server, with storage_options that name 127.0.0.1 at a port "
+     "that refuses connections (an object store's endpoint_url; an SFTP server's port, which "
+     "the checkpoint and savepoint URLs then name too): closing a stream of 3000 bytes of "
+     "state (where "
      "inline-state or file-layout is claimed; with an inline threshold of 1024 where "
      "inline-state is), finalizing a checkpoint's "
      "_metadata and resolve_checkpoint of a pointer below the test's root each raise an "

@@ -90,12 +90,12 @@ import fsspec.config
 from ckptstore import s3
 from ckptstore.errors import (
     CheckpointFileExistsError,
-    CheckpointIOError,
     ConfigurationError,
     MetadataExistsError,
     UnsupportedSchemeError,
 )
 from ckptstore.io_errors import (
+    contract_class,
     describe_endpoint,
     endpoint_option,
     guarded_reader,
@@ -543,10 +543,12 @@ def get_filesystem(scheme: str, token: str | None = None, *, authority: str | No
 
 
 def _instantiate_or_fail(scheme: str, options: Mapping[str, Any]) -> Any:
-    """``_instantiate``; a failure is ``UnsupportedSchemeError`` or ``CheckpointIOError``.
+    """``_instantiate``; a failure is ``UnsupportedSchemeError`` or a ``CheckpointIOError``.
 
     No file system for the scheme (unknown protocol, its package not installed) is PTR4's
-    "Cannot access file system"; options the file system rejects are a misconfigured store.
+    "Cannot access file system"; options the file system rejects are a misconfigured store;
+    a server that cannot be reached (SFTP's clients connect when they are made) is an
+    ``EndpointUnreachableError`` (``io_errors.contract_class``).
     """
     try:
         return _instantiate(scheme, options)
@@ -559,11 +561,14 @@ def _instantiate_or_fail(scheme: str, options: Mapping[str, Any]) -> Any:
         failure: Exception = exc
     except Exception as exc:
         failure = exc
-    raise CheckpointIOError(
+    cls, code = contract_class(failure)
+    error = cls(
         f"Cannot create the '{scheme}' file system (endpoint "
         f"{describe_endpoint(scheme, options)}): "
         f"{type(failure).__name__}: {redact_text(str(failure), limit=300)}"
-    ) from failure
+    )
+    error.errno = code
+    raise error from failure
 
 
 def filesystem_for(path: StoragePath, token: str | None = None) -> Any:

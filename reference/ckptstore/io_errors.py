@@ -62,6 +62,7 @@ __all__ = [
     "ENDPOINT_OPTIONS",
     "SECRET_MARKERS",
     "causal_chain",
+    "contract_class",
     "describe_endpoint",
     "endpoint_label",
     "endpoint_option",
@@ -107,6 +108,7 @@ _UNREACHABLE = frozenset(
         "NewConnectionError",
         "NameResolutionError",
         "gaierror",
+        "NoValidConnectionsError",
     }
 )
 
@@ -273,28 +275,35 @@ def translate_io_error(
     if not (_is_io_failure(exc) or (any_exception and isinstance(exc, Exception))):
         return exc
     endpoint = endpoint_label(fs, path.scheme)
-    cls: type[CheckpointIOError]
-    if isinstance(exc, FileNotFoundError):
+    cls, code = contract_class(exc)
+    if cls is CheckpointNotFoundError:
         reason = "no such file or object"
-        cls = CheckpointNotFoundError
-        code = errno.ENOENT
-    elif isinstance(exc, FileExistsError):
+    elif cls is CheckpointFileExistsError:
         reason = "it exists already (nothing was overwritten)"
-        cls = CheckpointFileExistsError
-        code = errno.EEXIST
+    elif cls is EndpointUnreachableError:
+        reason = f"the endpoint could not be reached ({type(exc).__name__}: {exc})"
     else:
         reason = f"{type(exc).__name__}: {exc}"
-        unreachable = is_unreachable(exc)
-        cls = EndpointUnreachableError if unreachable else CheckpointIOError
-        code = (
-            exc.errno
-            if isinstance(exc, OSError) and exc.errno
-            else (errno.ECONNREFUSED if unreachable else errno.EIO)
-        )
-        if unreachable:
-            reason = f"the endpoint could not be reached ({reason})"
     lead = message if message is not None else f"Could not {action} {path.url}"
     return _contract_error(cls, lead, reason, endpoint, fs=fs, code=code, cause=exc)
+
+
+def contract_class(exc: BaseException) -> tuple[type[CheckpointIOError], int]:
+    """The contract's class for the I/O failure ``exc`` and the errno it carries (one that
+    Python's ``OSError`` maps to that class, BAD-14): a missing file is
+    ``CheckpointNotFoundError`` (ENOENT), an existing one ``CheckpointFileExistsError``
+    (EEXIST), an unreachable endpoint ``EndpointUnreachableError`` (the failure's own
+    connection errno, else ECONNREFUSED), anything else ``CheckpointIOError`` (the
+    failure's errno, else EIO)."""
+    if isinstance(exc, FileNotFoundError):
+        return CheckpointNotFoundError, errno.ENOENT
+    if isinstance(exc, FileExistsError):
+        return CheckpointFileExistsError, errno.EEXIST
+    unreachable = is_unreachable(exc)
+    own = exc.errno if isinstance(exc, OSError) and exc.errno else None
+    if unreachable:
+        return EndpointUnreachableError, own or errno.ECONNREFUSED
+    return CheckpointIOError, own or errno.EIO
 
 
 def _contract_error(

@@ -169,9 +169,11 @@ def resolve_checkpoint_pointer(
         token = register_path(location, storage_options if use_options else None)
         fs = filesystem_for(location, token)
     except CheckpointIOError as exc:
-        raise type(exc)(
+        error = type(exc)(
             f"Cannot access file system for checkpoint/savepoint path '{shown}': {exc}"
-        ) from exc
+        )
+        error.errno = exc.errno
+        raise error from exc
     except Exception as exc:
         raise CheckpointIOError(
             f"Cannot access file system for checkpoint/savepoint path '{shown}'."

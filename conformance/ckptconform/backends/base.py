@@ -22,8 +22,10 @@ name registered in the entry-point group ``ckptconform.backends``): subclass ``B
   and anything ``base_url`` needs), ``_stop`` (stop and delete what ``_start`` made) and
   ``base_url``; override ``storage_options`` when implementations need options to reach the
   store, ``availability`` to skip with a one-line reason where the store cannot run (a missing
-  package or service), and ``raw_path``/``url_of`` when the raw file system spells paths
-  differently from the URLs.
+  package or service), ``raw_path``/``url_of`` when the raw file system spells paths
+  differently from the URLs, and ``unreachable_options``/``unreachable_url`` when the store's
+  server is named otherwise than by an object store's ``endpoint_url`` (the unreachable-store
+  clauses run where they give a route to a closed port).
 
 The shipped legs: ``local`` (``file://`` under a temporary directory; directories; other
 processes see it; files show their bytes while they are written),
@@ -151,6 +153,23 @@ class Backend:
     def storage_options(self) -> dict[str, Any]:
         """fsspec-style options an implementation needs to reach this backend (a copy)."""
         return {}
+
+    def unreachable_options(self, port: int) -> dict[str, Any] | None:
+        """``storage_options`` that reach this kind of store at ``127.0.0.1:<port>``, a port
+        that refuses connections (BAD-10, BAD-11, BAD-14), with the backend's credentials;
+        ``None`` where the backend reaches no server (local files, fsspec's memory).
+
+        The default serves object stores (``endpoint_url``); a backend that names its server
+        otherwise overrides it, and :meth:`unreachable_url` where URLs name the server too.
+        """
+        if not self.object_store:
+            return None
+        return {**self.storage_options, "endpoint_url": f"http://127.0.0.1:{port}"}
+
+    def unreachable_url(self, url: str, port: int) -> str:
+        """``url`` (of this backend) at the server :meth:`unreachable_options` names: the URL
+        itself where URLs do not name a server (object stores' name their bucket)."""
+        return url
 
     #: set by ``_start``: the file system behind ``raw``
     _fs: Any = None

@@ -146,6 +146,12 @@ class SftpBackend(Backend):
             "password": self._password,
         }
 
+    def unreachable_options(self, port: int) -> dict[str, Any]:
+        return {**self.storage_options, "port": port}
+
+    def unreachable_url(self, url: str, port: int) -> str:
+        return url.replace(f"//127.0.0.1:{self.port}/", f"//127.0.0.1:{port}/", 1)
+
     @property
     def base_url(self) -> str:
         if self.port is None:
