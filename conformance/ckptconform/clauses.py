@@ -1050,7 +1050,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "missing or unreadable object (decision).",
      ("decision",)),
     ("BAD-13", "SHOULD", (), "server errors name the endpoint",
-     "On backends with a request ledger, while the server answers every request 403 "
+     "On backends with a request ledger, with the endpoint given as s3fs's endpoint_url or "
+     "as its client_kwargs' endpoint_url, while the server answers every request 403 "
      "AccessDenied: closing a stream of 3000 bytes of state (where inline-state or file-layout "
      "is claimed; with an inline threshold of 1024 where inline-state is), finalizing a "
      "checkpoint's _metadata, reading a file-backed handle written before and "

@@ -1150,21 +1150,35 @@ def host_and_port(url: str) -> str:
 
 
 @pytest.mark.clause("BAD-13")
-def test_server_errors_name_the_endpoint(sandbox, target, backend, ledger):
+@pytest.mark.parametrize("given_as", ["endpoint_url", "client_kwargs"])
+def test_server_errors_name_the_endpoint(sandbox, target, backend, ledger, given_as):
     """BAD-13: while the server answers every request 403 AccessDenied, closing a stream,
     finalizing _metadata, reading a handle and resolve_checkpoint each raise an OSError whose
-    message names the endpoint's host and port."""
-    run = _denied_run("BAD-13", sandbox, target, backend, ledger)
+    message names the endpoint's host and port, given as endpoint_url or in client_kwargs."""
+    run = _denied_run("BAD-13", sandbox, target, backend, ledger, given_as)
     _require_none(
         "BAD-13", run.untyped_or_unnamed(), run, "steps while every request is refused with 403"
     )
 
 
-def _denied_run(clause: str, sandbox: Any, target: Any, backend: Any, ledger: Any) -> StoreRun:
+def _denied_run(
+    clause: str,
+    sandbox: Any,
+    target: Any,
+    backend: Any,
+    ledger: Any,
+    given_as: str = "endpoint_url",
+) -> StoreRun:
     """BAD-13's steps while the server answers every request 403 AccessDenied (for
-    ``clause``, which a failure before the fault blames)."""
-    endpoint = host_and_port(str(backend.storage_options.get("endpoint_url", "")))
+    ``clause``, which a failure before the fault blames), the endpoint given as s3fs's
+    ``endpoint_url`` or as ``client_kwargs['endpoint_url']``."""
+    url = str(backend.storage_options.get("endpoint_url", ""))
     options, writes_files = _store_run_options(target)
+    if given_as == "client_kwargs":
+        routed = {k: v for k, v in backend.storage_options.items() if k != "endpoint_url"}
+        routed["client_kwargs"] = {**routed.get("client_kwargs", {}), "endpoint_url": url}
+        options["storage_options"] = routed
+    endpoint = host_and_port(url)
     with tagged(clause, "a completed checkpoint and a handle, before any fault", sandbox):
         drv = JobDriver(sandbox, **options)
         drv.init_base()
