@@ -952,6 +952,9 @@ def test_invalid_retry_budgets_are_refused(sandbox, target, option, value, error
 
 #: BAD-10's bound on each step through an endpoint that refuses connections (SPK-6's).
 UNREACHABLE_STEP_SECONDS = 15.0
+#: BAD-10's large state on object stores, and the part size (default_block_size) it gets
+LARGE_STATE_BYTES = 12 * 1024 * 1024
+LARGE_PART_BYTES = 5 * 1024 * 1024
 
 
 @dataclass
@@ -1043,6 +1046,9 @@ def _unreachable_run(sandbox: Any, target: Any, backend: Any) -> StoreRun:
     if routed is None:
         pytest.skip(f"backend {backend.name} reaches no server: no endpoint can refuse it")
     options, writes_files = _store_run_options(target)
+    large = backend.object_store and writes_files
+    if large:  # s3fs's part size: a large state starts its multipart upload while written
+        routed = {**routed, "default_block_size": LARGE_PART_BYTES}
     run = StoreRun(f"127.0.0.1:{port}")
     dirs = {
         name: backend.unreachable_url(url, port)
@@ -1056,7 +1062,7 @@ def _unreachable_run(sandbox: Any, target: Any, backend: Any) -> StoreRun:
     )
     if storage.ok:
         pointer = join(dirs["checkpoint_dir"], random_name(8), "chk-1")
-        _unreachable_steps(run, storage.result, pointer, writes_files)
+        _unreachable_steps(run, storage.result, pointer, writes_files, large)
     return run
 
 
@@ -1095,8 +1101,11 @@ def test_unreachable_store_is_a_connection_error(sandbox, target, backend):
     _require_none("BAD-11", run.not_connection_errors(), run)
 
 
-def _unreachable_steps(run: StoreRun, storage: Any, pointer: str, writes_files: bool) -> None:
-    """BAD-10's steps after make_storage: a stream, a finalization and ``pointer``."""
+def _unreachable_steps(
+    run: StoreRun, storage: Any, pointer: str, writes_files: bool, large: bool = False
+) -> None:
+    """BAD-10's steps after make_storage: a stream (and, with ``large``, one of 12 MiB), a
+    finalization and ``pointer``."""
     access = run.step(
         "create_checkpoint_storage", lambda: storage.create_checkpoint_storage(JobID.generate())
     )
@@ -1112,6 +1121,13 @@ def _unreachable_steps(run: StoreRun, storage: Any, pointer: str, writes_files: 
         )
         if location.ok:
             _state_and_metadata_steps(run, location.result, writes_files)
+        if location.ok and large:
+            stream = run.step(
+                "create_checkpoint_state_output_stream(EXCLUSIVE) for 12 MiB",
+                lambda: location.result.create_checkpoint_state_output_stream(EXCLUSIVE),
+            )
+            if stream.ok:
+                _close_after_write(run, stream.result, "", True, payload(LARGE_STATE_BYTES))
     run.step("resolve_checkpoint", lambda: storage.resolve_checkpoint(pointer), must_fail=True)
 
 
@@ -1129,9 +1145,12 @@ def _state_and_metadata_steps(run: StoreRun, location: Any, writes_files: bool) 
         _close_after_write(run, metadata.result, "metadata ", True)
 
 
-def _close_after_write(run: StoreRun, stream: Any, kind: str, must_fail: bool) -> None:
+def _close_after_write(
+    run: StoreRun, stream: Any, kind: str, must_fail: bool, data: bytes | None = None
+) -> None:
     """Write into a state (or metadata) stream, close it for its result, then close() it."""
-    data = b"metadata" if kind else payload(3000)
+    if data is None:
+        data = b"metadata" if kind else payload(3000)
     wrote = run.step(f"{kind}write({len(data)} bytes)", lambda: stream.write(data))
     if wrote.ok:
         closing = "close_and_finalize_checkpoint" if kind else "close_and_get_handle"
