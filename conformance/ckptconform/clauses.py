@@ -300,7 +300,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("REF1", "MD6")),
     ("SER-4", "MUST", (), "objects work in a fresh process",
      "A storage, handles, location references and completed locations unpickled in a fresh "
-     "Python process work there: handles read the same bytes, the pointer resolves, the "
+     "Python process work there: handles read the same bytes, also when the storage and they "
+     "are all that process unpickled yet and the storage made nothing there (an executor "
+     "restoring state), the completed location's metadata handle reads too, the pointer "
+     "resolves, the "
      "resolved location's resolve_handle gives handles that read the same bytes, and state "
      "written there (exclusive and task-owned) reads back in the original process (seed 000: "
      "storages are distributed across parallel processes).",

@@ -176,14 +176,15 @@ CHILD = textwrap.dedent(
         finally:
             stream.close()
 
-    box = pickle.load(sys.stdin.buffer)
+    first, rest = pickle.load(sys.stdin.buffer)
+    # the storage and the handles alone first, read before the storage made anything here
+    box = pickle.loads(first)
     storage = box["storage"]
+    out = {"handles": [read(h) for h in box["handles"]]}
+    box.update(pickle.loads(rest))
+    out["completed_metadata"] = read(box["completed"].metadata_handle)
+    out["completed_pointer"] = box["completed"].external_pointer
     access = storage.create_checkpoint_storage(box["job_id"])
-    out = {
-        "handles": [read(h) for h in box["handles"]],
-        "completed_metadata": read(box["completed"].metadata_handle),
-        "completed_pointer": box["completed"].external_pointer,
-    }
     resolved = storage.resolve_checkpoint(box["pointer"])
     out["resolved_metadata"] = read(resolved.metadata_handle)
     out["resolved_handles"] = [read(resolved.resolve_handle(h)) for h in box["own_handles"]]
@@ -216,10 +217,9 @@ def test_objects_work_in_a_fresh_process(sandbox, target, how):
     ]
     completed = drv.finalize(location, b"metadata-of-3")
     next_location = drv.location(4)
+    first = {"storage": drv.storage, "handles": handles}
     box = {
-        "storage": drv.storage,
         "job_id": drv.job_id,
-        "handles": handles,
         "own_handles": handles,
         "completed": completed,
         "pointer": completed.external_pointer,
@@ -231,7 +231,7 @@ def test_objects_work_in_a_fresh_process(sandbox, target, how):
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     proc = subprocess.run(
         [sys.executable, "-c", CHILD],
-        input=PICKLERS[how](box),
+        input=pickle.dumps((PICKLERS[how](first), PICKLERS[how](box))),
         capture_output=True,
         env=env,
         timeout=180,
