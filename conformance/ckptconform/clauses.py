@@ -1254,6 +1254,16 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "of the _metadata (decision: the open uploads cannot be found there, and failing the disposal "
      "would leave every state file behind; Flink's disposal never lists uploads).",
      ("MD6", "MD7", "decision")),
+    ("REQ-12", "MUST", (), "a dropped connection is an OSError",
+     "On backends whose server can drop a client's connection mid-request (the sftp leg): "
+     "when the server drops it instead of answering the OPEN, a READ or the CLOSE of a "
+     "file-backed state's file, opening and reading the handle raise an OSError within 15 "
+     "seconds that names the server's host and port (for the CLOSE: the read returns the "
+     "state's bytes or raises such an OSError), and the next read of the handle from the "
+     "same thread returns its bytes within 15 seconds: the storage connects anew "
+     "(decision: servers drop idle and overloaded connections, and a task thread that read "
+     "once through a dropped connection must not fail every later read).",
+     ("decision",)),
 ]
 # fmt: on
 

@@ -536,10 +536,22 @@ def get_filesystem(scheme: str, token: str | None = None, *, authority: str | No
         thread = threading.get_ident() if scheme in THREAD_BOUND_SCHEMES else None
         cache_key = (registration.key, os.getpid(), thread)
         fs = _INSTANCES.get(cache_key)
+        if fs is not None and thread is not None and not _connected(fs):
+            fs = None  # the server dropped this thread's connection: connect anew (REQ-12)
         if fs is None:
             fs = _instantiate_or_fail(registration.scheme, registration.options)
             _INSTANCES[cache_key] = fs
         return fs
+
+
+def _connected(fs: Any) -> bool:
+    """Whether the connection of a thread-bound client (paramiko's, fsspec's ``sftp``) is
+    still up; True for clients that do not say."""
+    transport = getattr(getattr(fs, "client", None), "get_transport", None)
+    if not callable(transport):
+        return True
+    active = transport()
+    return active is not None and bool(active.is_active())
 
 
 def _instantiate_or_fail(scheme: str, options: Mapping[str, Any]) -> Any:

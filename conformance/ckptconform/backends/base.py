@@ -25,7 +25,9 @@ name registered in the entry-point group ``ckptconform.backends``): subclass ``B
   package or service), ``raw_path``/``url_of`` when the raw file system spells paths
   differently from the URLs, and ``unreachable_options``/``unreachable_url`` when the store's
   server is named otherwise than by an object store's ``endpoint_url`` (the unreachable-store
-  clauses run where they give a route to a closed port).
+  clauses run where they give a route to a closed port); a backend whose server can drop a
+  client's connection mid-request offers ``dropping_connection(operation, path_part)``, a
+  context manager (REQ-12 runs where it exists; see ``ckptconform.backends.sftp``).
 
 The shipped legs: ``local`` (``file://`` under a temporary directory; directories; other
 processes see it; files show their bytes while they are written),

@@ -13,17 +13,30 @@ processes (Spark executors) reach it like any SFTP server. Needs ``asyncssh`` (s
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ckptconform.backends.base import Backend, random_name
 
-__all__ = ["SftpBackend"]
+__all__ = ["ConnectionDrop", "SftpBackend"]
 
 USER = "ckptconform"
+
+
+@dataclass
+class ConnectionDrop:
+    """One connection drop :meth:`SftpBackend.dropping_connection` arms, and whether it hit."""
+
+    operation: str
+    path_part: bytes
+    hits: int = 0
 
 
 class SftpBackend(Backend):
@@ -43,6 +56,9 @@ class SftpBackend(Backend):
     _connections: set[Any]
     port: int | None = None
     _password: str = ""
+    _drop: ConnectionDrop | None = None
+    #: the path of each file the server has open (its handle object's id), for drops on READ
+    _paths: dict[int, bytes]
 
     def availability(self) -> str | None:
         missing = []
@@ -63,6 +79,7 @@ class SftpBackend(Backend):
 
         self._dir = tempfile.mkdtemp(prefix="ckptconform-sftp-")
         self._connections = set()
+        self._paths = {}
         self._password = f"pw-{random_name(20)}"
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -78,6 +95,26 @@ class SftpBackend(Backend):
 
         assert self._dir is not None
         chroot, password, connections = os.fsencode(self._dir), self._password, self._connections
+
+        backend = self
+
+        class _DroppingSFTPServer(asyncssh.SFTPServer):
+            """The server's SFTP session, which drops its connection where a test asks."""
+
+            async def open(self, path: bytes, pflags: int, attrs: Any) -> Any:
+                await backend._maybe_drop("open", path, self)
+                handle = await _answer(super().open(path, pflags, attrs))
+                backend._paths[id(handle)] = path
+                return handle
+
+            async def read(self, file_obj: Any, offset: int, size: int) -> bytes:
+                await backend._maybe_drop("read", backend._paths.get(id(file_obj), b""), self)
+                return bytes(await _answer(super().read(file_obj, offset, size)))
+
+            async def close(self, file_obj: Any) -> None:
+                path = backend._paths.pop(id(file_obj), b"")
+                await backend._maybe_drop("close", path, self)
+                await _answer(super().close(file_obj))
 
         class _Server(asyncssh.SSHServer):
             def connection_made(self, conn: Any) -> None:
@@ -101,9 +138,33 @@ class SftpBackend(Backend):
             0,
             server_host_keys=[asyncssh.generate_private_key("ssh-ed25519")],
             server_factory=_Server,
-            sftp_factory=lambda channel: asyncssh.SFTPServer(channel, chroot=chroot),
+            sftp_factory=lambda channel: _DroppingSFTPServer(channel, chroot=chroot),
             allow_scp=False,
         )
+
+    @contextlib.contextmanager
+    def dropping_connection(self, operation: str, path_part: str) -> Iterator[ConnectionDrop]:
+        """While open, the server drops the client's connection, once, instead of answering
+        the next ``operation`` ("open", "read" or "close") on a file whose path holds
+        ``path_part`` (a fault for REQ-12: the client sees its connection lost mid-request)."""
+        drop = ConnectionDrop(operation, os.fsencode(path_part))
+        self._drop = drop
+        try:
+            yield drop
+        finally:
+            self._drop = None
+
+    async def _maybe_drop(self, operation: str, path: bytes, server: Any) -> None:
+        drop = self._drop
+        if drop is None or drop.operation != operation or drop.path_part not in path:
+            return
+        self._drop = None
+        drop.hits += 1
+        import asyncssh
+
+        server.connection.abort()
+        # no answer can reach the client any more; the session ends with its connection
+        raise asyncssh.SFTPConnectionLost("the connection was dropped (ckptconform REQ-12)")
 
     async def _close_server(self) -> None:
         """Stop listening, then close every client connection (other processes' too) and
@@ -164,3 +225,8 @@ class SftpBackend(Backend):
     def describe(self) -> str:
         where = f" on 127.0.0.1:{self.port}, root {self._dir}" if self.port else ""
         return f"sftp (asyncssh SFTP server{where})"
+
+
+async def _answer(result: Any) -> Any:
+    """What an ``asyncssh.SFTPServer`` method gave: its value, awaited where it is awaitable."""
+    return await result if inspect.isawaitable(result) else result

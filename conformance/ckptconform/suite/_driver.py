@@ -244,6 +244,18 @@ def within(seconds: float, work: Callable[[], None], name: str = "ckptconform-st
     return done.wait(seconds)
 
 
+def call_outcome(call: Callable[[], object]) -> str:
+    """What ``call`` did, for a clause that wants an OSError: "returned", "OSError <text>", or
+    the other exception's type and text (which fails the clause)."""
+    try:
+        call()
+    except OSError as exc:
+        return f"OSError {exc}"
+    except Exception as exc:  # the clause wants an OSError; anything else fails it
+        return f"{type(exc).__name__}: {exc}"
+    return "returned"
+
+
 def closed_port() -> int:
     """A port on 127.0.0.1 that nobody listens on (bound, then released): an endpoint there
     refuses connections."""

@@ -22,6 +22,7 @@ import pytest
 from ckptconform.suite._driver import (
     EXCLUSIVE,
     JobDriver,
+    call_outcome,
     fail_message,
     file_options,
     file_path,
@@ -77,18 +78,6 @@ def _short_budget(target: Any) -> dict[str, Any]:
 def _file_backed(record: StateRecord) -> bool:
     handle = pickle.loads(record.handle) if record.handle is not None else None
     return isinstance(getattr(handle, "file_path", None), str)
-
-
-def _outcome(call: Callable[[], object]) -> str:
-    """What ``call`` did, for a clause that wants an OSError: "returned", "OSError <text>", or
-    the other exception's type and text (which fails the clause)."""
-    try:
-        call()
-    except OSError as exc:
-        return f"OSError {exc}"
-    except Exception as exc:  # the clause wants an OSError; anything else fails it
-        return f"{type(exc).__name__}: {exc}"
-    return "returned"
 
 
 def _checkpoint(clause: str, sandbox: Any, coord: Coordinator, n: int) -> CheckpointRun:
@@ -226,7 +215,7 @@ def test_endless_throttling_fails_in_bounded_time(sandbox, target, ledger):
 @dataclass
 class _ClosingRun:
     """A file-backed state stream written and closed for its handle in a thread, for at most
-    a bound: what came of it (:func:`_outcome`, or "still running after ...") and how long."""
+    a bound: what came of it (:func:`call_outcome`, or "still running after ...") and how long."""
 
     factory: Any
     blob: bytes
@@ -247,7 +236,7 @@ class _ClosingRun:
         box: dict[str, str] = {}
         started = time.monotonic()
         finished = within(
-            bound + 1, lambda: box.update(outcome=_outcome(close_a_file_backed_stream))
+            bound + 1, lambda: box.update(outcome=call_outcome(close_a_file_backed_stream))
         )
         self.took = time.monotonic() - started
         self.outcome = box["outcome"] if finished else f"still running after {self.took:.0f} s"
@@ -481,7 +470,7 @@ def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
         )
     started = time.monotonic()
     with ledger.record() as rec:
-        outcome = _outcome(handle.discard_state)
+        outcome = call_outcome(handle.discard_state)
     seconds = time.monotonic() - started
     ledger.clear_faults()
     msg = fail_message(
@@ -550,7 +539,7 @@ class _Disposable:
             ("dispose_storage_location", self.completed.dispose_storage_location),
         ):
             started = time.monotonic()
-            outcomes[name] = (_outcome(call), time.monotonic() - started)
+            outcomes[name] = (call_outcome(call), time.monotonic() - started)
         return outcomes
 
     def left(self, sandbox: Any) -> list[str]:
