@@ -771,7 +771,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "creation or at the latest at finalization, and the first _metadata stays unchanged, also "
      "on an object store whose server ignores conditional writes (If-None-Match removed by "
      "the request ledger of a second route to the backend, as s3rver, older MinIO and Ceph "
-     "ignore it; on backends that accept any credentials, since the header is signed) (Flink "
+     "ignore it; on backends that accept any credentials, since the header is signed); and "
+     "when two finalizations of one checkpoint race on object stores with a ledger (the "
+     "first's PutObject of _metadata held by the server for 2 seconds while the second is "
+     "sent, through a route the storage has not used before), exactly one returns, the other "
+     "raises OSError, and _metadata holds the bytes of the one that returned (Flink "
      "MD2, T-BASE4).",
      ("MD2", "T-BASE4")),
     ("MD-4", "MUST", (), "finalization result",

@@ -7,6 +7,8 @@ storage. The metadata's final path is taken from the completed location after fi
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -149,6 +151,54 @@ def test_no_second_metadata_where_conditional_writes_are_ignored(sandbox, target
         loc = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
         assert read_handle(loc.metadata_handle) == b"first metadata", fail_message(
             "MD-3", "first _metadata where If-None-Match is ignored", sandbox, how=how
+        )
+
+
+#: MD-3's race: how long the server holds the first finalization's PutObject of _metadata
+RACE_HOLD_SECONDS = 2.0
+
+
+@pytest.mark.clause("MD-3")
+@pytest.mark.backend_traits(object_store=True, ledger=True)
+def test_racing_finalizations_leave_one_metadata(sandbox, target, backend):
+    """MD-3: two finalizations of one checkpoint racing (the first's PutObject of _metadata
+    held by the server while the second is sent), on a route the storage has not used yet:
+    exactly one returns, the other raises OSError, and _metadata holds the returned one's
+    bytes."""
+    with second_route(backend) as route:
+        drv = JobDriver(sandbox, **routed_options(backend, route), **file_options(target))
+        with tagged("MD-3", "initialize a checkpoint twice on a fresh route", sandbox):
+            drv.init_base()
+            first, second = drv.location(5), drv.location(5)
+        hold = route.ledger.inject(
+            "PutObject", delay=RACE_HOLD_SECONDS, times=1, key_contains="_metadata"
+        )
+        outcomes: dict[str, Any] = {}
+
+        def finalize(name: str, location: Any) -> None:
+            try:
+                outcomes[name] = drv.finalize(location, name.encode() * 8)
+            except Exception as exc:
+                outcomes[name] = exc
+
+        racer = threading.Thread(target=finalize, args=("first", first), daemon=True)
+        racer.start()
+        deadline = time.monotonic() + 30
+        while not hold.hits and racer.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        finalize("second", second)
+        racer.join(30)
+        route.ledger.clear_faults()
+        msg = fail_message("MD-3", "two finalizations racing", sandbox, outcomes=outcomes)
+        assert hold.hits == 1, msg + "\nthe first finalization's PutObject was never held"
+        won = [name for name, result in outcomes.items() if not isinstance(result, BaseException)]
+        lost = [result for result in outcomes.values() if isinstance(result, BaseException)]
+        assert len(won) == 1, msg + "\nnot exactly one finalization returned"
+        assert len(lost) == 1, msg
+        assert isinstance(lost[0], OSError), msg + f"\nthe loser raised {lost[0]!r}"
+        loc = drv.fresh_storage().resolve_checkpoint(outcomes[won[0]].external_pointer)
+        assert read_handle(loc.metadata_handle) == won[0].encode() * 8, (
+            msg + "\n_metadata does not hold the bytes of the finalization that returned"
         )
 
 
