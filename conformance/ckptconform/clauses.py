@@ -332,7 +332,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "exclusive, shared and task-owned state, duplicating state into task-owned state with "
      "the toolset where fast-duplicate is claimed, a savepoint at the default savepoint "
      "directory where savepoints is claimed, dispose_on_failure) sends its requests through "
-     "its own endpoint only (decision: "
+     "its own endpoint only; so do its handles and completed location read in a fresh "
+     "process that unpickled both storages, the other's last (decision: "
      "ckptstore.api's rule for handles read elsewhere, first rule; a process may serve two jobs "
      "that reach one bucket by different routes, and the storage made last must not redirect "
      "the other's requests).",
@@ -1118,7 +1119,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "from the writer's (another endpoint route to the same store; other credentials where the "
      "server accepts any): every read goes through the reader's endpoint, signed with the "
      "reader's key, never with configuration carried over from the writer's process or a "
-     "scheme default (decision: "
+     "scheme default; in a Spark executor and in a plain fresh process alike, where the "
+     "completed location's disposal goes through the reader's endpoint too (decision: "
      "handles read elsewhere, ARCHITECTURE section 3).",
      ("decision",)),
     ("SPK-5", "MUST", (), "handles use the process-wide configuration",

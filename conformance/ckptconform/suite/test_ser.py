@@ -388,3 +388,98 @@ def _keeps_working_through_its_route(sandbox, target, backend, route, drv, write
 @contextlib.contextmanager
 def _no_recording():
     yield None
+
+
+# --------------------------------------------------------------------------- in another process
+
+#: A fresh process that unpickles the storages given (in that order), then reads the handles
+#: and the completed location's metadata, and disposes of the location if asked.
+READER = textwrap.dedent(
+    """
+    import pickle, sys
+
+    def read(handle):
+        stream = handle.open_input_stream()
+        try:
+            return stream.read()
+        finally:
+            stream.close()
+
+    first, rest = pickle.load(sys.stdin.buffer)
+    pickle.loads(first)  # the storages, configured in this process before anything is read
+    box = pickle.loads(rest)
+    out = [read(h) for h in box["handles"]] + [read(box["completed"].metadata_handle)]
+    if box["dispose"]:
+        box["completed"].dispose_storage_location()
+    sys.stdout.buffer.write(pickle.dumps(out))
+    """
+)
+
+
+def _read_elsewhere(storages: list[Any], handles: list[Any], completed: Any, dispose: bool) -> Any:
+    """Run :data:`READER` in a fresh process; its output, or the failed process."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    box = {"handles": handles, "completed": completed, "dispose": dispose}
+    return subprocess.run(
+        [sys.executable, "-c", READER],
+        input=pickle.dumps((pickle.dumps(storages), pickle.dumps(box))),
+        capture_output=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+
+
+def _written_through_own_endpoint(sandbox, target) -> tuple[Any, Any, list[Any], list[bytes]]:
+    """A storage on the backend's own endpoint and a completed checkpoint it wrote."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, written = drv.checkpoint(
+        3, exclusive=[payload(3000, 1)], shared=[payload(2000, 2)], metadata=b"elsewhere"
+    )
+    handles = [h for h, _ in written]
+    return drv, completed, handles, [b for _, b in written] + [b"elsewhere"]
+
+
+@pytest.mark.clause("SER-8")
+@pytest.mark.backend_traits(object_store=True, cross_process=True)
+def test_own_route_in_another_process(sandbox, target, backend):
+    """SER-8: a fresh process that unpickled both storages (the other route's last) reads the
+    first storage's handles and completed location through the first storage's endpoint
+    only."""
+    with second_route(backend) as route:
+        drv, completed, handles, blobs = _written_through_own_endpoint(sandbox, target)
+        other = sandbox.make_storage(**routed_options(backend, route), **file_options(target))
+        with route.ledger.record() as via_route:
+            proc = _read_elsewhere([drv.storage, other], handles, completed, dispose=False)
+        msg = fail_message("SER-8", "read in a process with both storages", sandbox)
+        assert proc.returncode == 0, msg + "\n" + proc.stderr.decode(errors="replace")[-3000:]
+        assert pickle.loads(proc.stdout) == blobs, msg + "\nthe bytes differ"
+        require(
+            len(via_route) == 0,
+            "SER-8",
+            msg + f"\nrequests through the other storage's route:\n{via_route.summary()}",
+        )
+
+
+@pytest.mark.clause("SPK-4")
+@pytest.mark.backend_traits(object_store=True, cross_process=True)
+def test_reader_configuration_in_another_process(sandbox, target, backend):
+    """SPK-4: a fresh process (no Spark) whose only storage for the bucket reaches it through
+    another endpoint reads the handles and disposes of the completed checkpoint through it."""
+    with second_route(backend) as route:
+        _, completed, handles, blobs = _written_through_own_endpoint(sandbox, target)
+        reader = sandbox.make_storage(**routed_options(backend, route), **file_options(target))
+        with route.ledger.record() as via_route:
+            proc = _read_elsewhere([reader], handles, completed, dispose=True)
+        msg = fail_message(
+            "SPK-4", "read and dispose in a process with the reader's storage", sandbox
+        )
+        assert proc.returncode == 0, msg + "\n" + proc.stderr.decode(errors="replace")[-3000:]
+        assert pickle.loads(proc.stdout) == blobs, msg + "\nthe bytes differ"
+        files = sum(1 for h in handles if file_path(h) is not None) + 1
+        summary = f"\nthrough the reader's route:\n{via_route.summary()}"
+        require(via_route.count(operation="GetObject") >= files, "SPK-4", msg + summary)
+        deletes = via_route.count(operation=("DeleteObject", "DeleteObjects"))
+        require(deletes >= 1, "SPK-4", msg + summary)
