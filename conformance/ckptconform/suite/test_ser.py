@@ -164,10 +164,10 @@ def test_file_handle_pickle_is_small(sandbox):
         )
 
 
-CHILD = textwrap.dedent(
+#: What every fresh process of these tests starts with: a reader of a handle's bytes.
+CHILD_PRELUDE = textwrap.dedent(
     """
     import pickle, sys
-    from ckptstore.api import CheckpointedStateScope
 
     def read(handle):
         stream = handle.open_input_stream()
@@ -175,6 +175,28 @@ CHILD = textwrap.dedent(
             return stream.read()
         finally:
             stream.close()
+    """
+)
+
+
+def in_fresh_process(script: str, first: bytes, rest: bytes) -> subprocess.CompletedProcess[bytes]:
+    """Run :data:`CHILD_PRELUDE` and ``script`` in a fresh interpreter with this process's
+    import path; its stdin holds the two pickles ``(first, rest)``, unpickled in that order."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return subprocess.run(
+        [sys.executable, "-c", CHILD_PRELUDE + script],
+        input=pickle.dumps((first, rest)),
+        capture_output=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+
+
+CHILD = textwrap.dedent(
+    """
+    from ckptstore.api import CheckpointedStateScope
 
     first, rest = pickle.load(sys.stdin.buffer)
     # the storage and the handles alone first, read before the storage made anything here
@@ -227,16 +249,7 @@ def test_objects_work_in_a_fresh_process(sandbox, target, how):
         "reference": next_location.location_reference,
         "new_state": payload(6000, seed=4),
     }
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD],
-        input=pickle.dumps((PICKLERS[how](first), PICKLERS[how](box))),
-        capture_output=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
+    proc = in_fresh_process(CHILD, PICKLERS[how](first), PICKLERS[how](box))
     msg = fail_message(
         "SER-4", f"{how} objects into a fresh process", sandbox, pointer=completed.external_pointer
     )
@@ -396,15 +409,6 @@ def _no_recording():
 #: and the completed location's metadata, and disposes of the location if asked.
 READER = textwrap.dedent(
     """
-    import pickle, sys
-
-    def read(handle):
-        stream = handle.open_input_stream()
-        try:
-            return stream.read()
-        finally:
-            stream.close()
-
     first, rest = pickle.load(sys.stdin.buffer)
     pickle.loads(first)  # the storages, configured in this process before anything is read
     box = pickle.loads(rest)
@@ -417,18 +421,9 @@ READER = textwrap.dedent(
 
 
 def _read_elsewhere(storages: list[Any], handles: list[Any], completed: Any, dispose: bool) -> Any:
-    """Run :data:`READER` in a fresh process; its output, or the failed process."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    """Run :data:`READER` in a fresh process (the finished process)."""
     box = {"handles": handles, "completed": completed, "dispose": dispose}
-    return subprocess.run(
-        [sys.executable, "-c", READER],
-        input=pickle.dumps((pickle.dumps(storages), pickle.dumps(box))),
-        capture_output=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
+    return in_fresh_process(READER, pickle.dumps(storages), pickle.dumps(box))
 
 
 def _written_through_own_endpoint(sandbox, target) -> tuple[Any, Any, list[Any], list[bytes]]:
