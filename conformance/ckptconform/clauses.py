@@ -420,7 +420,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "The stream open_input_stream() returns also offers readinto(buffer) and read1(k) as "
      "Python's binary files do (io.BufferedIOBase): after seek(5) it fills a 64-byte buffer "
      "with the next bytes, returns their number and advances tell() by it, and read1(16) then "
-     "returns between 1 and 16 of the bytes that follow (decision: readers that fill "
+     "returns between 1 and 16 of the bytes that follow; seek(2, SEEK_CUR) and "
+     "seek(-7, SEEK_END) return the positions io gives and read(None) and read(-1) return "
+     "the rest of the state from there (decision, beyond Flink, whose FSDataInputStream "
+     "seeks from the start only: readers that fill "
      "preallocated buffers, such as numpy's and pyarrow's, take any binary file).",
      ("decision",)),
     ("STR-11", "SHOULD", ("inline-state",), "state beyond the write buffer reaches the file",

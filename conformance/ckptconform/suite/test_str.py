@@ -6,6 +6,7 @@ The basic round trip lives here so that it fails first and explains later failur
 from __future__ import annotations
 
 import contextlib
+import io
 from typing import Any
 
 import pytest
@@ -419,7 +420,8 @@ def test_input_streams_seek_and_tell(sandbox, target):
 @pytest.mark.clause("STR-13")
 def test_input_streams_read_into_buffers(sandbox, target):
     """STR-13 (SHOULD): the input stream fills a buffer with readinto() and reads with
-    read1()."""
+    read1(); it seeks relative to the position and to the end, and read(None) and read(-1)
+    return the rest."""
     for handle, blob in _read_back_handles(sandbox, target):
         msg = fail_message("STR-13", "readinto() on open_input_stream()", sandbox, handle=handle)
         with handle.open_input_stream() as source:
@@ -432,6 +434,21 @@ def test_input_streams_read_into_buffers(sandbox, target):
             piece = source.read1(16)
             assert 0 < len(piece) <= 16, msg + f"\nread1(16) returned {len(piece)} bytes"
             assert piece == blob[5 + count : 5 + count + len(piece)], msg + "\nread1()'s bytes"
+        _seeks_as_io_does(handle, blob, msg)
+
+
+def _seeks_as_io_does(handle: Any, blob: bytes, msg: str) -> None:
+    """STR-13: seek() relative to the position and to the end, and read() of the rest with
+    None and -1, as io.BufferedIOBase does."""
+    size = len(blob)
+    with handle.open_input_stream() as source:
+        source.seek(min(3, size))
+        where = source.seek(2, io.SEEK_CUR)
+        assert where == min(3, size) + 2 == source.tell(), msg + f"\nseek(2, SEEK_CUR): {where}"
+        assert source.read(None) == blob[where:], msg + "\nread(None) after seek(2, SEEK_CUR)"
+        where = source.seek(-min(7, size), io.SEEK_END)
+        assert where == size - min(7, size), msg + f"\nseek(-7, SEEK_END) returned {where}"
+        assert source.read(-1) == blob[where:], msg + "\nread(-1) after seek(-7, SEEK_END)"
 
 
 MIB = 1024 * 1024
