@@ -422,7 +422,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "with the next bytes, returns their number and advances tell() by it, and read1(16) then "
      "returns between 1 and 16 of the bytes that follow; seek(2, SEEK_CUR) and "
      "seek(-7, SEEK_END) return the positions io gives and read(None) and read(-1) return "
-     "the rest of the state from there (decision, beyond Flink, whose FSDataInputStream "
+     "the rest of the state from there; readinto() or read1() as the first call on the "
+     "stream of a file-backed handle whose file was discarded raises FileNotFoundError, as "
+     "read() does (DIS-6) (decision, beyond Flink, whose FSDataInputStream "
      "seeks from the start only: readers that fill "
      "preallocated buffers, such as numpy's and pyarrow's, take any binary file).",
      ("decision",)),

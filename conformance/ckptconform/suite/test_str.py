@@ -435,6 +435,32 @@ def test_input_streams_read_into_buffers(sandbox, target):
             assert 0 < len(piece) <= 16, msg + f"\nread1(16) returned {len(piece)} bytes"
             assert piece == blob[5 + count : 5 + count + len(piece)], msg + "\nread1()'s bytes"
         _seeks_as_io_does(handle, blob, msg)
+    _removed_state_is_missing_to_every_read(sandbox, target)
+
+
+def _removed_state_is_missing_to_every_read(sandbox: Any, target: Any) -> None:
+    """STR-13: readinto() or read1() as the first call on a removed state's stream raises
+    FileNotFoundError (where the open did not already), as read() does."""
+    for first in ("readinto", "read1"):
+        handle, _ = _read_back_handles(sandbox, target)[0]
+        if file_path(handle) is None:
+            return  # inline: nothing to remove
+        handle.discard_state()
+
+        def read_first(first: str = first, handle: Any = handle) -> None:
+            with handle.open_input_stream() as source:
+                if first == "readinto":
+                    source.readinto(bytearray(64))
+                else:
+                    source.read1(16)
+
+        expect_error(
+            FileNotFoundError,
+            "STR-13",
+            f"{first}() as the first call on a removed state's stream",
+            read_first,
+            sandbox,
+        )
 
 
 def _seeks_as_io_does(handle: Any, blob: bytes, msg: str) -> None:
