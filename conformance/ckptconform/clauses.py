@@ -111,7 +111,8 @@ OPTIONS: dict[str, Option] = {
             "fsspec-style connection settings; s3fs's keys on S3 legs: endpoint_url, key, "
             "secret, token, client_kwargs (region_name, aws_session_token), and in BAD-8 "
             "config_kwargs (proxies) and anon (unsigned requests); fsspec's sftp "
-            "keys on the sftp leg: host, port, username, password; {} on local and memory",
+            "keys on the sftp leg: host, port, username, password and paramiko's "
+            "disabled_algorithms (a mapping of a tuple and a list); {} on local and memory",
             "How to reach the backend under test: the endpoint and credentials of the S3 "
             "or SFTP server the suite runs or was given. A storage reaches the store with these "
             "settings (whatever library it uses) and holds them as configuration (SER-5).",
@@ -1030,7 +1031,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "as formatted) contain none of these secrets; on object-store backends that "
      "accept any credentials the same holds for a storage that reaches the store with a "
      "secret key and session token (state written, finalized, resolved, read, disposed), and "
-     "elsewhere for the backend's own secret (decision; the contract's untrusted-input rules).",
+     "elsewhere for the backend's own secret; on every backend, with the backend's own "
+     "settings (the sftp leg's password, beside an option holding a mapping of a tuple and a "
+     "list), the same reprs, errors and log records are text and show none of the backend's "
+     "secrets (decision; the contract's untrusted-input rules).",
      ("decision",)),
     ("BAD-9", "MUST", ("retry-budget",), "invalid retry budgets are refused",
      "A retry_attempts of 0 or -1 and a retry_seconds of 0, -1, NaN or infinity raise "

@@ -205,6 +205,12 @@ class SftpBackend(Backend):
             "port": self.port,
             "username": USER,
             "password": self._password,
+            # paramiko's option of nested sequences (legacy algorithms it need not offer):
+            # implementations must carry and show options of any shape, not only strings
+            "disabled_algorithms": {
+                "ciphers": ("3des-cbc",),
+                "kex": ["diffie-hellman-group1-sha1"],
+            },
         }
 
     def unreachable_options(self, port: int) -> dict[str, Any]:

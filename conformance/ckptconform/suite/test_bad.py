@@ -912,6 +912,30 @@ def test_no_secret_is_shown(sandbox, target, backend):
     )  # fmt: skip
 
 
+#: storage_options keys whose values are a backend's own secrets (BAD-8 on every leg)
+BACKEND_SECRET_KEYS = ("password", "secret", "token")
+
+
+@pytest.mark.clause("BAD-8")
+def test_reprs_are_text_without_the_backends_secret(sandbox, target, backend):
+    """BAD-8: on every backend, with the backend's own settings, reprs and errors of the
+    contract's objects are text and show none of the backend's secrets."""
+    watch = SecretWatch(
+        str(value)
+        for key, value in backend.storage_options.items()
+        if any(part in key.lower() for part in BACKEND_SECRET_KEYS) and value
+    )
+    with tagged("BAD-8", "make_storage with the backend's settings"):
+        storage = sandbox.make_storage(**file_options(target))
+    with own_log_records(target, storage) as records:
+        _exercise(watch, sandbox, target, storage, reachable=True)
+        _watch_records(watch, records)
+    assert not watch.leaks, report(
+        "BAD-8", "reprs and errors with the backend's settings", watch.leaks, watch.steps,
+        "steps",
+    )  # fmt: skip
+
+
 # --------------------------------------------------------------------------- BAD-9: retry budgets
 
 #: BAD-9's budgets: the option, its value and the errors it must raise.
