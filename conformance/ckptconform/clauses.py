@@ -578,7 +578,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "A storage resolves pointers written by another storage instance or another job, including "
      "pointers outside its own checkpoint directory, to the same external_pointer, metadata "
      "bytes (state_size their number or -1) and state (read through resolve_handle); two "
-     "jobs using the same checkpoint id do not interfere: their pointers differ (Flink "
+     "jobs using the same checkpoint id do not interfere: their pointers differ; where "
+     "in-memory-checkpoints is claimed, on the local file system a storage made without a "
+     "checkpoint or a savepoint directory resolves them too (Flink "
      "T-BASE3; resolveCheckpointPointer is static).",
      ("T-BASE3", "CS1")),
     ("PTR-5", "MUST", (), "missing arguments",

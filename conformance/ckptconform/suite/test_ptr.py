@@ -147,12 +147,16 @@ def test_other_jobs_and_places(sandbox, target):
     elsewhere = sandbox.make_storage(
         checkpoint_dir=join(sandbox.root, "elsewhere"), **file_options(target)
     )
+    storages = [
+        ("job one", one.storage),
+        ("job two", two.storage),
+        ("other checkpoint dir", elsewhere),
+    ]
+    if "in-memory-checkpoints" in target.capabilities and sandbox.backend.scheme == "file":
+        bare = sandbox.make_storage(checkpoint_dir=None, savepoint_dir=None, **file_options(target))
+        storages.append(("a storage without directories", bare))
     for completed, written, meta in ((c1, w1, b"job one"), (c2, w2, b"job two")):
-        for label, storage in (
-            ("job one", one.storage),
-            ("job two", two.storage),
-            ("other checkpoint dir", elsewhere),
-        ):
+        for label, storage in storages:
             loc = _resolves_to(
                 sandbox,
                 "PTR-4",
