@@ -887,7 +887,7 @@ def test_no_secret_is_shown(sandbox, target, backend):
         with own_log_records(target, storage) as records:
             if not within(
                 UNREACHABLE_PHASE_SECONDS,
-                lambda: _exercise(watch, sandbox, target, storage, False),  # noqa: B023
+                lambda made=storage: _exercise(watch, sandbox, target, made, False),
             ):
                 notes.append(f"(steps with {phase} abandoned after "
                              f"{UNREACHABLE_PHASE_SECONDS:g} s)")  # fmt: skip
