@@ -96,6 +96,7 @@ from ckptstore.errors import (
 )
 from ckptstore.io_errors import (
     contract_class,
+    contract_error,
     describe_endpoint,
     endpoint_option,
     guarded_reader,
@@ -573,14 +574,13 @@ def _instantiate_or_fail(scheme: str, options: Mapping[str, Any]) -> Any:
         failure: Exception = exc
     except Exception as exc:
         failure = exc
-    cls, code = contract_class(failure)
-    error = cls(
+    text = (
         f"Cannot create the '{scheme}' file system (endpoint "
         f"{describe_endpoint(scheme, options)}): "
         f"{type(failure).__name__}: {redact_text(str(failure), limit=300)}"
     )
-    error.errno = code
-    raise error from failure
+    cls, code = contract_class(failure)
+    raise contract_error(cls, text, code) from failure
 
 
 def filesystem_for(path: StoragePath, token: str | None = None) -> Any:

@@ -63,6 +63,7 @@ __all__ = [
     "SECRET_MARKERS",
     "causal_chain",
     "contract_class",
+    "contract_error",
     "describe_endpoint",
     "endpoint_label",
     "endpoint_option",
@@ -320,18 +321,25 @@ def _contract_error(
     ``code`` and ``cause`` as its ``__cause__``.
 
     Both texts are redacted against ``fs``'s secrets; ``reason`` (a client library's text) is
-    also cut at ``_MAX_REASON`` characters. ``str(error)`` stays the message: no strerror or
-    filename is set. A subclass with another constructor falls back to ``CheckpointIOError``.
+    also cut at ``_MAX_REASON`` characters (:func:`contract_error` makes the error).
     """
     secrets = _secret_values(fs)
     where = "" if endpoint is None else f" (endpoint {endpoint})"
     text = f"{redact_text(lead, secrets, limit=None)}{where}: {_scrub(reason, secrets)}"
+    error = contract_error(cls, text, code)
+    error.__cause__ = _scrubbed_chain(cause, secrets)
+    return error
+
+
+def contract_error(cls: type[CheckpointIOError], text: str, code: int | None) -> CheckpointIOError:
+    """``cls`` saying ``text`` with errno ``code``. ``str(error)`` stays ``text``: no strerror
+    or filename is set. A subclass with another constructor falls back to
+    ``CheckpointIOError``."""
     try:
         error = cls(text)
     except TypeError:
         error = CheckpointIOError(text)
     error.errno = code
-    error.__cause__ = _scrubbed_chain(cause, secrets)
     return error
 
 

@@ -41,7 +41,7 @@ from ckptstore.filesystems import (
     register_path,
 )
 from ckptstore.handles import FileStateHandle
-from ckptstore.io_errors import io_errors
+from ckptstore.io_errors import contract_error, io_errors
 from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import LOCAL_SCHEMES, StoragePath, canonical_scheme, parse_storage_path
 from ckptstore.redaction import redact_text
@@ -169,11 +169,8 @@ def resolve_checkpoint_pointer(
         token = register_path(location, storage_options if use_options else None)
         fs = filesystem_for(location, token)
     except CheckpointIOError as exc:
-        error = type(exc)(
-            f"Cannot access file system for checkpoint/savepoint path '{shown}': {exc}"
-        )
-        error.errno = exc.errno
-        raise error from exc
+        text = f"Cannot access file system for checkpoint/savepoint path '{shown}': {exc}"
+        raise contract_error(type(exc), text, exc.errno) from exc
     except Exception as exc:
         raise CheckpointIOError(
             f"Cannot access file system for checkpoint/savepoint path '{shown}'."
