@@ -196,7 +196,7 @@ S3_DEFAULTS: Mapping[str, Any] = {
 }
 _S3_RETRY_ENVIRONMENT = ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE")
 # fsspec applies its configuration for every protocol name of the implementation class.
-_CONFIG_PROTOCOLS = {"s3": ("s3", "s3a"), "gs": ("gs", "gcs")}
+_CONFIG_PROTOCOLS = {"s3": ("s3", "s3a")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,12 +231,8 @@ def traits_for(scheme: str) -> SchemeTraits:
 
 
 def _family(scheme: str) -> str:
-    """Spellings of one store share it: ``s3``/``s3a``/``s3n``, ``gs``/``gcs``."""
-    if scheme in S3_SCHEMES:
-        return "s3"
-    if scheme == "gcs":
-        return "gs"
-    return scheme
+    """Spellings of one store share it: ``s3``/``s3a``."""
+    return "s3" if scheme in S3_SCHEMES else scheme
 
 
 def authority_of(path: StoragePath) -> str | None:
@@ -719,7 +715,7 @@ def exclusive_mode(fs: Any) -> str:
     """The mode that creates a file exclusively for writing on ``fs``: ``"xb"``, but
     ``"wxb"`` for fsspec's SFTP file system, whose client (paramiko) does not take ``x`` to
     mean writing (it opens ``O_CREAT | O_EXCL`` without ``O_WRONLY``: every write fails)."""
-    return "wxb" if getattr(fs, "protocol", None) in (("sftp", "ssh"), "sftp", "ssh") else "xb"
+    return "wxb" if "sftp" in getattr(fs, "protocol", ()) else "xb"
 
 
 def _s3_upload(fs: Any, path: StoragePath) -> s3.ExclusiveUpload:
@@ -969,19 +965,12 @@ def abort_open_upload(fs: Any, upload: OpenUpload) -> None:
 
 
 def existing_size(fs: Any, path: StoragePath) -> int | None:
-    """The size of the file ``path``, ``None`` when it does not exist (S3: exactly one HEAD).
+    """The size of the S3 object ``path``, ``None`` when it does not exist (one HEAD).
 
-    Raises the file system's own exception when it cannot tell (callers decide).
+    Raises the client's exception when it cannot tell (callers decide).
     """
-    if path_is_s3(path):
-        info = s3.head_object(fs, path)
-        return None if info is None else int(info.get("ContentLength", -1))
-    try:
-        found = fs.info(path.fs_path)
-    except FileNotFoundError:
-        return None
-    size = found.get("size") if isinstance(found, dict) else None
-    return size if isinstance(size, int) else -1
+    info = s3.head_object(fs, path)
+    return None if info is None else int(info.get("ContentLength", -1))
 
 
 def file_info(fs: Any, path: StoragePath) -> dict[str, Any] | None:

@@ -47,6 +47,7 @@ from ckptstore.filesystems import (
     existing_size,
     filesystem_for,
     open_exclusive_write,
+    path_is_s3,
     sync_and_close,
     traits_for,
 )
@@ -398,7 +399,7 @@ class FsCheckpointStateOutputStream:
         return self._handle()
 
     def _committed_despite(self, exc: BaseException) -> bool:
-        """After a failed commit on an object store: is our object there anyway? (one HEAD)
+        """After a failed commit on S3: is our object there anyway? (one HEAD)
 
         An answer lost after the server committed the upload makes the client retry; the
         retried exclusive create then fails (412, or ``NoSuchUpload`` for a multipart
@@ -406,7 +407,7 @@ class FsCheckpointStateOutputStream:
         only this stream uses, so an object of the size written is ours. Also decides the
         cleanup: an absent object needs no delete, another size is not ours to delete.
         """
-        if not self._settings.object_store or self._file is None or is_unreachable(exc):
+        if self._file is None or not path_is_s3(self._file) or is_unreachable(exc):
             return False
         try:
             size = existing_size(self._fs, self._file)
