@@ -800,8 +800,6 @@ def publish_exclusive(
             raise
         raise MetadataExistsError(f"Target file {path.url} already exists.") from exc
     except Exception as exc:
-        if isinstance(exc, OSError) and _is_precondition_failure(exc):
-            raise MetadataExistsError(f"Target file {path.url} already exists.") from exc
         error = translate_io_error(exc, "publish", path, fs, any_exception=True)
         raise error from exc
 
@@ -849,12 +847,6 @@ def path_is_s3(path: StoragePath) -> bool:
 
 #: The staging files of :func:`publish_exclusive` on local disks: ``.<name>.<hex>.inprogress``.
 STAGING_SUFFIX = ".inprogress"
-
-
-def _is_precondition_failure(exc: OSError) -> bool:
-    """s3fs reports a failed ``If-None-Match`` without the condition header as EINVAL."""
-    text = str(exc).lower()
-    return "precondition" in text or "pre-condition" in text or "conditionalrequestconflict" in text
 
 
 def _publish_local(path: StoragePath, data: bytes) -> None:
