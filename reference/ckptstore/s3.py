@@ -173,16 +173,11 @@ def error_code(exc: BaseException) -> str | None:
 
 
 def _is_precondition_failure(exc: BaseException) -> bool:
-    """A refused ``If-None-Match: *`` (412, or 409 for two conditional writes at once)."""
-    if error_code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
-        return True
-    for item in causal_chain(exc):
-        if isinstance(item, FileExistsError):
-            return True
-        text = str(item).lower()
-        if "precondition" in text or "pre-condition" in text:
-            return True
-    return False
+    """A refused ``If-None-Match: *``: 412 ``PreconditionFailed`` (``412`` where the answer
+    has no body), or AWS's 409 ``ConditionalRequestConflict`` for two conditional writes at
+    once. s3fs raises its own error while it handles botocore's, so botocore's error, and
+    its code, is in the chain (:func:`error_code`)."""
+    return error_code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict")
 
 
 def _not_implemented(exc: BaseException) -> bool:
