@@ -817,7 +817,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("ACC6", "MEM3")),
     ("MD-9", "SHOULD", (), "a second metadata is a FileExistsError",
      "In MD-3's cases (a second metadata stream of the same location, and of a location "
-     "initialized again for the same checkpoint id), the error is a FileExistsError, Python's "
+     "initialized again for the same checkpoint id, and where the object store refuses the "
+     "second exclusive create of _metadata with 412 PreconditionFailed or with 409 "
+     "ConditionalRequestConflict, AWS's answer to conditional writes of one key at once; on a "
+     "ledger), the error is a FileExistsError, Python's "
      "OSError subclass for something that exists already, so that a caller can tell 'this "
      "checkpoint was already finalized' from an I/O failure (decision, beyond Flink: Flink "
      "2.3.0 raises a plain IOException 'Target file ... already exists.', MD2).",

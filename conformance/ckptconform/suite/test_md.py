@@ -217,6 +217,39 @@ def test_second_metadata_exists_already(sandbox, target, how):
     )
 
 
+#: How S3 servers refuse an exclusive create of an object that exists: 412 PreconditionFailed,
+#: and AWS's 409 ConditionalRequestConflict for conditional writes of one key at once.
+REFUSED_CREATES = (("PreconditionFailed", 412), ("ConditionalRequestConflict", 409))
+
+
+@pytest.mark.clause("MD-9")
+@pytest.mark.backend_traits(object_store=True, ledger=True)
+@pytest.mark.parametrize(("code", "status"), REFUSED_CREATES)
+def test_refused_exclusive_create_is_file_exists(sandbox, target, backend, code, status):
+    """MD-9 (SHOULD): where the object store refuses the second exclusive create of _metadata
+    with 412 PreconditionFailed or 409 ConditionalRequestConflict, the error is a
+    FileExistsError and the first metadata stays."""
+    drv, completed, again = _finalized_once(sandbox, target, "new-location")
+    refusal = backend.ledger.inject(
+        "PutObject", status=status, code=code, times=None, key_contains="_metadata"
+    )
+    try:
+        expect_error(
+            FileExistsError,
+            "MD-9",
+            f"second finalization, the store answering {status} {code}",
+            lambda: drv.finalize(again, b"second metadata"),
+            sandbox,
+            refused_puts=refusal.hits,
+        )
+    finally:
+        backend.ledger.clear_faults()
+    loc = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+    assert read_handle(loc.metadata_handle) == b"first metadata", fail_message(
+        "MD-9", f"first _metadata after a {status} {code}", sandbox
+    )
+
+
 def _check_finalization_result(sandbox, drv, sizes, clause):
     """tell() counts the metadata bytes from 0, and the completed location reads them back."""
     location = drv.location(3)
