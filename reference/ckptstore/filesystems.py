@@ -173,7 +173,9 @@ DIRECTORY_SCHEMES = frozenset({"file", "memory"})
 OBJECT_STORE_UPLOAD_BUFFER = 48 * 1024 * 1024
 #: Parts after the first: half the buffer, so one can fill while the other is in flight.
 OBJECT_STORE_PART_SIZE = OBJECT_STORE_UPLOAD_BUFFER // 2
-_COPY_SCHEMES = frozenset(S3_SCHEMES | {"gs", "gcs", "file", "memory"})
+_COPY_SCHEMES = frozenset(S3_SCHEMES | {"file", "memory"})
+#: The largest object one S3 CopyObject request copies (larger ones need a multipart copy).
+MAX_COPY_OBJECT_SIZE = 5 * 2**30
 # Writers that are plain local/in-memory files: closing them is all the cleanup they need.
 _LOCAL_FILE_TYPES: tuple[type, ...] = (io.BufferedWriter, io.FileIO, io.BytesIO)
 
@@ -1000,14 +1002,15 @@ def _open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
 
 def copy_exclusive(fs: Any, source: StoragePath, target: StoragePath, size: int = -1) -> None:
     """Copy a file to a new ``target``, never overwriting, without moving the bytes through
-    this process where the store allows it.
+    this process, on the file systems whose traits claim a server-side copy (local, memory,
+    S3; nothing else calls it).
 
     Local: a hard link (``os.link`` never overwrites), else an exclusive ``open('xb')`` copy
     (across devices). Memory: check-and-copy under a lock. S3: one CopyObject (no HEAD) for
     files up to 5 GiB of known size, else s3fs's multipart copy; S3's CopyObject cannot be
-    made exclusive everywhere, so callers pick fresh random target names. Others: an
-    existence check, then ``fs.copy``. An existing target raises ``CheckpointFileExistsError``,
-    a missing source ``CheckpointNotFoundError``, any other failure ``CheckpointIOError``.
+    made exclusive everywhere, so callers pick fresh random target names. An existing target
+    raises ``CheckpointFileExistsError``, a missing source ``CheckpointNotFoundError``, any
+    other failure ``CheckpointIOError``.
     """
     message = f"Could not copy {source.url} to {target.url}"
     with io_errors("copy", target, fs, any_exception=True, message=message):
@@ -1018,15 +1021,11 @@ def copy_exclusive(fs: Any, source: StoragePath, target: StoragePath, size: int 
                 if fs.exists(target.fs_path):
                     raise FileExistsError(errno.EEXIST, "exists", target.url)
                 fs.copy(source.fs_path, target.fs_path)
-        elif source.scheme in S3_SCHEMES and 0 <= size <= 5 * 2**30:
+        elif 0 <= size <= MAX_COPY_OBJECT_SIZE:
             from fsspec.asyn import sync
 
             sync(fs.loop, fs._copy_basic, source.fs_path, target.fs_path)
-        elif source.scheme in S3_SCHEMES:
-            fs.copy(source.fs_path, target.fs_path)
         else:
-            if fs.exists(target.fs_path):
-                raise FileExistsError(errno.EEXIST, "exists", target.url)
             fs.copy(source.fs_path, target.fs_path)
 
 
