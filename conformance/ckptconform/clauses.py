@@ -388,8 +388,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("S14", "T-SOS9", "T-SOS10")),
     ("STR-6", "MUST", (), "close discards, idempotently",
      "close() without taking a handle discards the stream: it never raises, can be repeated, and "
-     "leaves no file of the stream; close() after close_and_get_handle() keeps the state "
-     "readable (Flink S13, T-CSOS3).",
+     "leaves no file of the stream, also on S3 backends with a request ledger while every "
+     "AbortMultipartUpload is answered 500 after 12 MiB were written to a stream given s3fs's "
+     "default_block_size of 5 MiB in its storage_options (a multipart upload is open; "
+     "retry_attempts 1 and retry_seconds 5 where retry-budget is claimed): a failed cleanup is "
+     "no failure of close(); close() after close_and_get_handle() keeps the state readable "
+     "(Flink S13, T-CSOS3).",
      ("S13", "S14", "T-CSOS3")),
     ("STR-7", "MUST", (), "context manager",
      "A stream used as a context manager is discarded when the block ends without a handle "
@@ -714,9 +718,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "the machine has a writable one), which no hard link reaches (Flink TO4, T-TS2, T-TS4).",
      ("TO4", "TO6", "S17", "T-TS2", "T-TS4")),
     ("TOW-9", "MUST", ("fast-duplicate",), "duplication is server-side",
-     "On S3, duplicate() copies server-side: CopyObject requests, no GetObject and no upload of "
-     "the data (Flink TO6: files are copied instead of re-uploaded).",
-     ("TO4", "TO6")),
+     "On S3, duplicate() copies server-side: one CopyObject request per handle and nothing "
+     "else, so no GetObject, no upload of the data, and no HeadObject or List, as the handles "
+     "carry their sizes (Flink TO6: files are copied instead of re-uploaded; decision, beyond "
+     "Flink, which leaves a copy's requests to its file system: a size or existence check per "
+     "file doubles the requests of a restore in NO_CLAIM mode, pain point P1).",
+     ("TO4", "TO6", "decision")),
     ("TOW-10", "MUST", ("fast-duplicate",), "a failed duplication leaves no copies",
      "duplicate() of three file handles from another location, whose last one's file was "
      "discarded (discard_state()), raises an OSError and leaves no new file anywhere below the "
@@ -1181,8 +1188,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("decision", "S1")),
     ("REQ-2", "MUST", (), "restores read each file once",
      "Tasks that read every handle of a finalized checkpoint (each below 5 MiB) send only "
-     "GetObject requests, one per file-backed handle: no HeadObject, no List (decision; pain "
-     "point P1: existence checks before reads).",
+     "GetObject requests, one per file-backed handle: no HeadObject, no List; so does a read "
+     "of the metadata_handle of a completed or a resolved checkpoint whose _metadata is empty, "
+     "which reads zero bytes with at most one GetObject, as the handle knows its size, also a "
+     "size of 0 (decision; pain point P1: existence checks before reads).",
      ("decision", "S1")),
     ("REQ-3", "MUST", (), "throttled checkpoints complete",
      "When the server throttles PutObject per key prefix as S3 does (503 SlowDown with S3's "
@@ -1238,7 +1247,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "On an object store with a request ledger, while every DeleteObject of a state file is "
      "answered 500 InternalError (retry_attempts 1 and retry_seconds 5 where retry-budget is "
      "claimed), discard_state() of its handle raises an OSError within 30 seconds and the "
-     "state still reads its bytes; while every DeleteObject of it is carried out and its "
+     "state still reads its bytes, also while every HeadObject of the file is answered so too "
+     "(a storage that cannot tell the file is gone does not report it gone); while every "
+     "DeleteObject of it is carried out and its "
      "answer lost (the connection drops after the delete), discard_state() returns within 30 "
      "seconds and the file is gone (Flink H2, FLINK-26450: a failed delete asks whether the "
      "file is gone, IOException if it is still there).",

@@ -161,6 +161,28 @@ def test_restores_read_each_file_once(sandbox, target, ledger):
     assert reading.count(operation="GetObject") == files == len(reading), msg
 
 
+@pytest.mark.clause("REQ-2")
+def test_an_empty_metadata_reads_without_existence_checks(sandbox, target, ledger):
+    """REQ-2: an empty _metadata reads back as zero bytes through the completed checkpoint's
+    metadata_handle and through the resolved checkpoint's, with at most one GetObject each and
+    no HeadObject, no List (the handle knows its size, even when it is 0)."""
+    drv = JobDriver(sandbox, **file_options(target))
+    with tagged("REQ-2", "finalize and resolve a checkpoint of empty metadata", sandbox):
+        drv.init_base()
+        completed = drv.finalize(drv.location(1), b"")
+        resolved = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+    for label, handle in (("completed", completed), ("resolved", resolved)):
+        reading_step = tagged("REQ-2", f"read the {label} checkpoint's metadata_handle", sandbox)
+        with ledger.record() as reading, reading_step:
+            data = read_handle(handle.metadata_handle)
+        msg = fail_message(
+            "REQ-2", f"read the {label} checkpoint's empty metadata_handle", sandbox
+        ) + (f"\nread {len(data)} bytes\n{reading.summary()}")
+        assert data == b"", msg
+        assert reading.count(operation=EXISTENCE) == 0, msg
+        assert reading.count(operation="GetObject") == len(reading) <= 1, msg
+
+
 @pytest.mark.clause("REQ-3")
 def test_throttled_checkpoints_complete(sandbox, target, ledger):
     """REQ-3: S3-style SlowDown per prefix is retried; the checkpoint completes intact, also
@@ -442,10 +464,11 @@ def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
 
 
 @pytest.mark.clause("REQ-8")
-@pytest.mark.parametrize("fault", ["refused", "answer lost"])
+@pytest.mark.parametrize("fault", ["refused", "refused, HeadObject too", "answer lost"])
 def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
     """REQ-8: a refused DeleteObject makes discard_state() raise an OSError and leaves the state
-    readable; a DeleteObject carried out whose answers are lost still counts as done."""
+    readable, also while every HeadObject of the file is refused too; a DeleteObject carried
+    out whose answers are lost still counts as done."""
     budget = _short_budget(target)
     drv = JobDriver(sandbox, **file_options(target), **budget)
     blob = payload(3000, 8)
@@ -460,10 +483,14 @@ def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
         + "\nthe state came back inline although inline_threshold 0 puts state into files",
     )
     name = path.rsplit("/", 1)[-1]
-    if fault == "refused":
+    if fault.startswith("refused"):
         fault_ = ledger.inject(
             "DeleteObject", status=500, code="InternalError", times=None, key_contains=name
         )
+        if fault != "refused":  # the storage cannot tell whether the file is gone
+            ledger.inject(
+                "HeadObject", status=500, code="InternalError", times=None, key_contains=name
+            )
     else:
         fault_ = ledger.inject(
             "DeleteObject", drop_connection=True, after_commit=True, times=None, key_contains=name
@@ -481,7 +508,7 @@ def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
     )
     assert fault_.hits >= 1, msg + "\n(no DeleteObject of the file reached the server)"
     assert seconds <= 30, msg
-    if fault == "refused":
+    if fault.startswith("refused"):
         assert outcome.startswith("OSError"), msg
         with tagged("REQ-8", "read the state after the refused delete", sandbox, file=path):
             assert read_handle(handle) == blob, "the state no longer reads its bytes"

@@ -17,6 +17,7 @@ from ckptconform.suite._driver import (
     EXCLUSIVE,
     SHARED,
     JobDriver,
+    call_outcome,
     expect_error,
     fail_message,
     file_options,
@@ -218,6 +219,49 @@ def test_close_discards(sandbox, target, size):
     assert files_below(sandbox, sandbox.root) == before, fail_message(
         "STR-6", "close() without a handle", sandbox, size=size
     )
+
+
+@pytest.mark.clause("STR-6")
+def test_close_discards_when_the_abort_fails(sandbox, target, ledger):
+    """STR-6: close() without a handle never raises, can repeat, and leaves no file, also while
+    every AbortMultipartUpload is answered 500 after 12 MiB were written with s3fs's
+    default_block_size of 5 MiB (a multipart upload is open)."""
+    options = {**file_options(target), **_abort_options(sandbox, target)}
+    if "memory-limit" in target.capabilities:
+        options["max_state_size"] = 32 * MIB
+    drv = JobDriver(sandbox, **options)
+    factory = _factory(drv)
+    before = files_below(sandbox, sandbox.root)
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    with ledger.record() as writing:
+        write_chunks(stream, payload(12 * MIB, seed=6), [MIB] * 12)
+    fault = ledger.inject("AbortMultipartUpload", status=500, code="InternalError", times=None)
+    with ledger.record() as closing:
+        outcomes = [call_outcome(stream.close) for _ in range(2)]
+    ledger.clear_faults()
+    left = sorted(set(files_below(sandbox, sandbox.root)) - set(before))
+    open_uploads_below(sandbox, sandbox.root)  # the suite aborts what the refused abort left
+    msg = fail_message(
+        "STR-6", "close() twice while every AbortMultipartUpload is answered 500", sandbox
+    ) + (
+        f"\noutcomes: {outcomes}; the fault hit {fault.hits} requests"
+        f"\nwriting: {writing.summary()}\nclosing: {closing.summary()}"
+    )
+    assert outcomes == ["returned", "returned"], msg
+    assert not left, msg + f"\nnew files: {left}"
+
+
+def _abort_options(sandbox: Any, target: Any) -> dict[str, Any]:
+    """STR-6's options for a stream that opens a multipart upload on S3: s3fs's
+    default_block_size of 5 MiB, and one attempt where the target claims retry-budget (so a
+    refused abort fails fast)."""
+    if sandbox.backend.scheme != "s3":
+        return {}
+    block = {"default_block_size": 5 * MIB}
+    options: dict[str, Any] = {"storage_options": {**sandbox.backend.storage_options, **block}}
+    if "retry-budget" in target.capabilities:
+        options.update(retry_attempts=1, retry_seconds=5)
+    return options
 
 
 @pytest.mark.clause("STR-6")

@@ -295,7 +295,9 @@ def test_failed_duplication_leaves_no_copies(sandbox, target):
 @pytest.mark.clause("TOW-9")
 @pytest.mark.options("inline_threshold")
 def test_duplication_is_server_side(sandbox, ledger):
-    """TOW-9: on S3, duplicate() uses CopyObject and never downloads or uploads the data."""
+    """TOW-9: on S3, duplicate() sends one CopyObject per handle and nothing else: it never
+    downloads or uploads the data and sends no HeadObject or List (the handles carry their
+    sizes)."""
     sources = _sources(sandbox)
     drv = JobDriver(sandbox, inline_threshold=0)
     drv.init_base()
@@ -310,4 +312,7 @@ def test_duplication_is_server_side(sandbox, ledger):
     ops = rec.operations()
     assert ops.get("CopyObject", 0) >= len(handles), msg
     assert not {"GetObject", "PutObject", "UploadPart"} & set(ops), msg
+    assert ops == {"CopyObject": len(handles)}, msg + (
+        f"\nexpected {len(handles)} CopyObject requests (one per handle) and no other request"
+    )
     assert [read_handle(c) for c in copies] == [b for _, b in sources], msg
