@@ -127,6 +127,7 @@ __all__ = [
     "delete_below",
     "error_code",
     "head_object",
+    "install_budget",
     "instantiate",
     "list_open_uploads",
     "policy_of",
@@ -290,7 +291,7 @@ class _BudgetRetryHandler:
         return delay
 
 
-def _install_budget(client: Any, policy: RetryPolicy | None) -> None:
+def install_budget(client: Any, policy: RetryPolicy | None) -> None:
     """Put :class:`_BudgetRetryHandler` in place of ``client``'s retry handler (once)."""
     if policy is None or getattr(client, "_ckptstore_budget", False):
         return
@@ -301,54 +302,6 @@ def _install_budget(client: Any, policy: RetryPolicy | None) -> None:
     events.register(f"needs-retry.{service}", handler.needs_retry, unique_id=_BUDGET_ID)
     events.register(f"before-call.{service}", handler.stamp, unique_id=f"{_BUDGET_ID}-start")
     client._ckptstore_budget = True
-
-
-_CLASS_LOCK = threading.Lock()
-_BUDGETED_CLASS: type | None = None
-
-
-def _budgeted_class() -> type:
-    """``s3fs.S3FileSystem`` with the retry budget (built on first use: s3fs is optional)."""
-    global _BUDGETED_CLASS
-    with _CLASS_LOCK:
-        if _BUDGETED_CLASS is not None:
-            return _BUDGETED_CLASS
-        import s3fs
-        from fsspec.asyn import sync_wrapper
-
-        class BudgetedS3FileSystem(s3fs.S3FileSystem):  # type: ignore[misc]
-            """s3fs whose requests keep to ``retry_attempts`` and ``retry_seconds``."""
-
-            #: the retry policy of every request (``None``: botocore's own handler)
-            ckptstore_policy: RetryPolicy | None = None
-
-            async def get_s3(self, bucket: Any = None) -> Any:
-                client = await super().get_s3(bucket)
-                _install_budget(client, self.ckptstore_policy)
-                return client
-
-            async def _call_s3(self, method: Any, *akwarglist: Any, **kwargs: Any) -> Any:
-                policy = self.ckptstore_policy
-                seconds = None if policy is None else policy.seconds
-                call = super()._call_s3(method, *akwarglist, **kwargs)
-                if seconds is None:
-                    return await call
-                deadline = asyncio.timeout(seconds)
-                try:
-                    async with deadline:
-                        return await call
-                except TimeoutError as exc:
-                    if not deadline.expired():  # a timeout of the request itself
-                        raise
-                    raise TimeoutError(
-                        errno.ETIMEDOUT,
-                        f"S3 {method} gave up: retry_seconds={seconds:g} s elapsed",
-                    ) from exc
-
-            call_s3 = sync_wrapper(_call_s3)
-
-        _BUDGETED_CLASS = BudgetedS3FileSystem
-        return _BUDGETED_CLASS
 
 
 def policy_of(options: Mapping[str, Any]) -> RetryPolicy | None:
@@ -384,7 +337,9 @@ def instantiate(options: Mapping[str, Any]) -> Any:
     kwargs.pop(RETRY_ATTEMPTS, None)
     kwargs.pop(RETRY_SECONDS, None)
     kwargs["skip_instance_cache"] = True
-    fs = _budgeted_class()(**kwargs)
+    from ckptstore.budgeted_s3 import BudgetedS3FileSystem
+
+    fs = BudgetedS3FileSystem(**kwargs)
     if retries is not None:
         fs.retries = max(1, int(retries))
     fs.ckptstore_policy = policy
