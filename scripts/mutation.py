@@ -418,8 +418,46 @@ def in_workdir(
     )
 
 
+#: Functions that the reference calls only the first time a process (or a file-system
+#: instance) needs them, and caches: mutmut maps each to the one test that happened to call it
+#: first in its statistics run, so a mutant of it would run that test alone. Their mutants run
+#: the tests of the function that calls them on every use as well.
+RUN_WITH_TESTS_OF = {
+    "ckptstore.s3.x__probe": "ckptstore.s3.x_probe_conditional_writes",
+    "ckptstore.s3.x_instantiate": "ckptstore.filesystems.x_get_filesystem",
+    "ckptstore.s3.x_policy_of": "ckptstore.filesystems.x_get_filesystem",
+    "ckptstore.filesystems.x__instantiate": "ckptstore.filesystems.x_get_filesystem",
+    "ckptstore.filesystems.x__instantiate_or_fail": "ckptstore.filesystems.x_get_filesystem",
+}
+
+# `mutmut run` whose map of tests by function gains, for each function of RUN_WITH_TESTS_OF,
+# the tests of the function named there, right after mutmut collected or loaded the map.
+_RUN = """
+import sys
+import mutmut.__main__ as cli
+from mutmut.state import state
+
+WIDEN = {widen!r}
+collect = cli.collect_or_load_stats
+
+def collect_and_widen(*args, **kwargs):
+    result = collect(*args, **kwargs)
+    tests = state().tests_by_mangled_function_name
+    for function, caller in WIDEN.items():
+        if function in tests or caller in tests:
+            tests[function] = set(tests.get(function, ())) | set(tests.get(caller, ()))
+    return result
+
+cli.collect_or_load_stats = collect_and_widen
+sys.argv = ["mutmut", *sys.argv[1:]]
+cli.cli()
+"""
+
+
 def mutmut(workdir: Path, *args: str, capture: bool = False) -> str:
-    result = in_workdir(workdir, "-m", "mutmut", *args, capture=capture)
+    run = args[:1] == ("run",)
+    command = ("-c", _RUN.format(widen=RUN_WITH_TESTS_OF)) if run else ("-m", "mutmut")
+    result = in_workdir(workdir, *command, *args, capture=capture)
     if result.returncode != 0:
         detail = (result.stderr or "")[-2000:] if capture else ""
         raise SystemExit(f"mutmut {' '.join(args)} exited {result.returncode}\n{detail}")
