@@ -972,6 +972,26 @@ def test_invalid_retry_budgets_are_refused(sandbox, target, option, value, error
     )  # fmt: skip
 
 
+#: BAD-9's valid budget, accepted on every backend
+VALID_BUDGET = {"retry_attempts": 2, "retry_seconds": 30}
+
+
+@pytest.mark.clause("BAD-9")
+def test_valid_retry_budget_is_accepted(sandbox, target):
+    """BAD-9: a valid retry budget (retry_attempts 2, retry_seconds 30) is accepted on every
+    backend: with it, 3000 bytes of state in a file read back and a checkpoint finalizes."""
+    data, metadata = payload(3000, seed=9), b"metadata with a retry budget"
+    with tagged("BAD-9", "state and a checkpoint with a valid retry budget", sandbox,
+                **VALID_BUDGET):  # fmt: skip
+        drv = JobDriver(sandbox, **VALID_BUDGET, **file_options(target))
+        drv.init_base()
+        location = drv.location(1)
+        handle = drv.write(drv.worker(1, location.location_reference), data)
+        assert read_handle(handle) == data, "the state read back other bytes"
+        completed = drv.finalize(location, metadata)
+        assert read_handle(completed.metadata_handle) == metadata, "_metadata reads other bytes"
+
+
 # --------------------------------------------------------------------------- BAD-10, BAD-11
 
 #: BAD-10's bound on each step through an endpoint that refuses connections (SPK-6's).

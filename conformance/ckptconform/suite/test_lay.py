@@ -28,6 +28,7 @@ from ckptconform.suite._driver import (
     join,
     parent,
     payload,
+    put_file,
     read_handle,
     rel_paths,
     require,
@@ -190,6 +191,38 @@ def test_coordinator_creates_directories(sandbox):
     assert is_dir(sandbox, drv.chk_dir(17)), fail_message(
         "LAY-6", "initialize_location_for_checkpoint(17)", sandbox, missing="chk-17"
     )
+
+
+@pytest.mark.clause("LAY-6")
+@pytest.mark.backend_traits(object_store=False)
+@pytest.mark.parametrize("where", ["the-file", "below-the-file"])
+def test_directories_that_cannot_be_created(sandbox, where):
+    """LAY-6: with the checkpoint directory an existing file, or below one, where no directory
+    can be created, initialize_base_locations_for_checkpoint and
+    initialize_location_for_checkpoint(n) raise OSError and leave the file as it was."""
+    blocker = join(sandbox.root, "not-a-directory")
+    content = b"a file, not a directory"
+    put_file(sandbox, blocker, content)
+    checkpoint_dir = blocker if where == "the-file" else join(blocker, "checkpoints")
+    drv = JobDriver(sandbox, checkpoint_dir=checkpoint_dir)
+    expect_error(
+        OSError,
+        "LAY-6",
+        "initialize_base_locations_for_checkpoint below a file",
+        drv.init_base,
+        sandbox,
+        checkpoint_dir=checkpoint_dir,
+    )
+    expect_error(
+        OSError,
+        "LAY-6",
+        "initialize_location_for_checkpoint(1) below a file",
+        lambda: drv.location(1),
+        sandbox,
+        checkpoint_dir=checkpoint_dir,
+    )
+    with tagged("LAY-6", "read the file after the attempts", sandbox, file=blocker):
+        assert sandbox.read(blocker) == content, "the file changed"
 
 
 @pytest.mark.clause("LAY-7")

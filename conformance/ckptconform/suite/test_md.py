@@ -7,6 +7,8 @@ storage. The metadata's final path is taken from the completed location after fi
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 import time
 from typing import Any
@@ -127,6 +129,56 @@ def test_no_second_metadata(sandbox, target, how):
     )
 
 
+def _stream_or_refusal(location: Any) -> Any:
+    """A new metadata stream of ``location``, or None where its creation raised OSError (MD-3
+    allows a second stream to fail at creation already, as a storage that creates _metadata
+    with the stream does)."""
+    try:
+        return location.create_metadata_output_stream()
+    except OSError:
+        return None
+
+
+@pytest.mark.clause("MD-3")
+@pytest.mark.parametrize("how", ["same-location", "new-location"])
+def test_no_second_metadata_from_a_stream_made_before(sandbox, target, how):
+    """MD-3: a second metadata stream made before the first finalizes (of the same location,
+    or of one initialized again) fails with OSError, at creation or at the latest when it is
+    finalized after the first; the first _metadata stays unchanged."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(5)
+    again = location if how == "same-location" else drv.location(5)
+    first = location.create_metadata_output_stream()
+    with tagged("MD-3", "create a second metadata stream before the first finalizes", sandbox):
+        second = _stream_or_refusal(again)
+    first.write(b"first metadata")
+    if second is not None:
+        second.write(b"second metadata, longer than the first")
+    with tagged("MD-3", "finalize the first of two open metadata streams", sandbox, how=how):
+        completed = first.close_and_finalize_checkpoint()
+    if second is not None:
+
+        def finalize_second() -> Any:
+            try:
+                return second.close_and_finalize_checkpoint()
+            finally:
+                second.close()
+
+        expect_error(
+            OSError,
+            "MD-3",
+            "finalize the second metadata stream after the first",
+            finalize_second,
+            sandbox,
+            how=how,
+        )
+    loc = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+    assert read_handle(loc.metadata_handle) == b"first metadata", fail_message(
+        "MD-3", "first _metadata after the second stream's finalization", sandbox, how=how
+    )
+
+
 @pytest.mark.clause("MD-3")
 @pytest.mark.backend_traits(object_store=True, any_credentials=True)
 @pytest.mark.parametrize("how", ["same-location", "new-location"])
@@ -199,6 +251,134 @@ def test_racing_finalizations_leave_one_metadata(sandbox, target, backend):
         loc = drv.fresh_storage().resolve_checkpoint(outcomes[won[0]].external_pointer)
         assert read_handle(loc.metadata_handle) == won[0].encode() * 8, (
             msg + "\n_metadata does not hold the bytes of the finalization that returned"
+        )
+
+
+#: MD-3's races on every backend: rounds, and the finalizations that race in each round
+RACE_ROUNDS = 12
+RACERS = 12
+#: how long a step of a race may take (a racer that hangs fails the test)
+RACE_STEP_SECONDS = 30.0
+#: the interpreter's thread switch interval during a race (seconds): tiny, so that a
+#: check-then-write without a lock is interrupted between the check and the write
+RACE_SWITCH_INTERVAL = 1e-6
+#: how long the racers spin with that interval before the start
+RACE_SETTLE_SECONDS = 0.005
+
+
+def _racer_bytes(racer: int) -> bytes:
+    return b"metadata of racer %d;" % racer * 8
+
+
+def _open_stream(location: Any, racer: int) -> Any:
+    """A metadata stream of ``location`` with the racer's bytes written, or the exception."""
+    try:
+        stream = location.create_metadata_output_stream()
+    except BaseException as exc:
+        return exc
+    try:
+        stream.write(_racer_bytes(racer))
+    except BaseException as exc:
+        stream.close()
+        return exc
+    return stream
+
+
+def _finalize_on_start(stream: Any, ready: Any, start: threading.Event) -> Any:
+    """Say ``ready``, spin until ``start``, finalize ``stream``: the completed location, or the
+    exception raised. A spinning racer is running when the start comes (a sleeping one would
+    wake too late to race)."""
+    ready.release()
+    deadline = time.monotonic() + RACE_STEP_SECONDS
+    while not start.is_set() and time.monotonic() < deadline:
+        pass
+    try:
+        return stream.close_and_finalize_checkpoint()
+    except BaseException as exc:
+        return exc
+    finally:
+        stream.close()
+
+
+def _race(drv: JobDriver, rounds: int, racers: int) -> list[dict[int, Any]]:
+    """Round after round, ``racers`` threads (the same ones each round) finalize checkpoint
+    ``round + 1``, each through its own location (initialized again) and metadata stream,
+    started together with the thread switch interval tiny: per round, racer -> the completed
+    location or the exception it raised.
+
+    The racers open their streams first, then wait asleep for each other (a spinning thread
+    would starve a server running in this process), then spin for the start.
+    """
+    outcomes: list[dict[int, Any]] = [{} for _ in range(rounds)]
+    locations: list[Any] = []
+    gate = threading.Barrier(racers + 1, timeout=RACE_STEP_SECONDS)
+    ready = threading.Semaphore(0)
+    starts = [threading.Event() for _ in range(rounds)]
+
+    def racer(index: int) -> None:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            for round_ in range(rounds):
+                gate.wait()  # the round's locations are set
+                stream = _open_stream(locations[index], index)
+                gate.wait()  # every racer's stream is open
+                if isinstance(stream, BaseException):
+                    ready.release()
+                    outcomes[round_][index] = stream
+                else:
+                    outcomes[round_][index] = _finalize_on_start(stream, ready, starts[round_])
+                gate.wait()  # every outcome of the round is in
+
+    threads = [
+        threading.Thread(target=racer, args=(i,), name=f"md3-racer-{i}", daemon=True)
+        for i in range(racers)
+    ]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(RACE_SWITCH_INTERVAL)
+    try:
+        for thread in threads:
+            thread.start()
+        for round_ in range(rounds):
+            locations[:] = [drv.location(round_ + 1) for _ in range(racers)]
+            gate.wait()
+            gate.wait()
+            for _ in range(racers):
+                ready.acquire(timeout=RACE_STEP_SECONDS)
+            time.sleep(RACE_SETTLE_SECONDS)  # every racer spins
+            starts[round_].set()
+            gate.wait()
+    finally:
+        sys.setswitchinterval(interval)
+        for start in starts:
+            start.set()
+        gate.abort()
+    return outcomes
+
+
+@pytest.mark.clause("MD-3")
+def test_racing_finalizations_on_every_backend(sandbox, target):
+    """MD-3: 12 finalizations of one checkpoint racing on every backend (threads started
+    together, round after round, each with its own location initialized again): exactly one
+    returns, the others raise OSError, and _metadata holds the bytes of the one that
+    returned."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    with tagged("MD-3", "finalizations racing", sandbox, rounds=RACE_ROUNDS, racers=RACERS):
+        rounds = _race(drv, RACE_ROUNDS, RACERS)
+    for round_, outcomes in enumerate(rounds):
+        msg = fail_message("MD-3", "finalizations racing", sandbox, round=round_, outcomes=outcomes)
+        require(len(outcomes) == RACERS, "MD-3", msg + "\na racer did not finish in time")
+        won = [r for r, result in outcomes.items() if not isinstance(result, BaseException)]
+        lost = [result for result in outcomes.values() if isinstance(result, BaseException)]
+        require(len(won) == 1, "MD-3", msg + "\nnot exactly one finalization returned")
+        wrong = [exc for exc in lost if not isinstance(exc, OSError)]
+        require(not wrong, "MD-3", msg + f"\na loser raised something else: {wrong!r}")
+        with tagged("MD-3", "resolve the winner's checkpoint", sandbox, round=round_):
+            loc = drv.fresh_storage().resolve_checkpoint(outcomes[won[0]].external_pointer)
+            data = read_handle(loc.metadata_handle)
+        require(
+            data == _racer_bytes(won[0]),
+            "MD-3",
+            msg + f"\n_metadata holds {data!r}, not the bytes of racer {won[0]}, which returned",
         )
 
 
