@@ -152,7 +152,8 @@ OPTIONS: dict[str, Option] = {
             "entropy_key",
             "str",
             "a non-empty string that occurs in the path of checkpoint_dir, as a segment or "
-            "inside one (the suite passes '_entropy_' both ways)",
+            "inside one (the suite passes '_entropy_' both ways, and 'entkey' in a bucket whose "
+            "name holds it too)",
             "The entropy marker of the checkpoint path (Flink's s3.entropy.key): replaced by "
             "random characters in data file paths, removed from the _metadata path and the "
             "external pointer.",
@@ -163,7 +164,7 @@ OPTIONS: dict[str, Option] = {
         Option(
             "entropy_length",
             "int",
-            ">= 1 characters (the suite passes 1 and 4); LAY-9 passes 0, -1 and non-integers "
+            ">= 1 characters (the suite passes 1 to 4); LAY-9 passes 0, -1 and non-integers "
             "and expects an error",
             "How many random alphanumeric characters replace the entropy key in data file "
             "paths (Flink's s3.entropy.length).",
@@ -179,7 +180,7 @@ OPTIONS: dict[str, Option] = {
             "execution.checkpointing.create-subdir, whose documentation warns that only one "
             "job may then use the directory).",
             "flat-layout",
-            "in LAY-10's test.",
+            "in LAY-10's test and in LAY-8's with the entropy key alone below a bucket.",
         ),
         Option(
             "max_state_size",
@@ -305,8 +306,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "A storage, handles, location references and completed locations unpickled in a fresh "
      "Python process work there: handles read the same bytes, also when the storage and they "
      "are all that process unpickled yet and the storage made nothing there (an executor "
-     "restoring state), the completed location's metadata handle reads too, the pointer "
-     "resolves, the "
+     "restoring state), among them those of a savepoint written to a target in another bucket "
+     "than the storage's directories, on the same store (ckptstore.api's rule for handles read "
+     "elsewhere, first rule: the same store whatever the bucket, as Flink configures a scheme's "
+     "file system once for all its buckets), the completed location's metadata handle reads "
+     "too, the pointer resolves, the "
      "resolved location's resolve_handle gives handles that read the same bytes, and state "
      "written there (exclusive and task-owned) reads back in the original process (seed 000: "
      "storages are distributed across parallel processes).",
@@ -538,14 +542,20 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("MD2", "decision")),
     ("LAY-8", "MUST", ("entropy-injection",), "entropy key never reaches the store",
      "With an entropy key in the checkpoint path (a whole segment with entropy_length 4, "
-     "inside a segment, 'ent-<key>-x', with entropy_length 1, or twice, '<key>/cp/<key>', "
-     "with entropy_length 2), no object written carries the key where it first occurs (state "
+     "inside a segment, 'ent-<key>-x', with entropy_length 1, twice, '<key>/cp/<key>', "
+     "with entropy_length 2, the only segment below a bucket of its own with "
+     "create_subdir=False, 's3://<bucket>/<key>', with entropy_length 4, or in the path of a "
+     "bucket whose name holds the key too, 's3://ckpt-<key>-<random>/<key>/cp', with "
+     "entropy_length 3), no object written carries the key where it first occurs (state "
      "of every scope, task-owned state and, where fast-duplicate is claimed, the toolset's "
      "duplicates of it and a stream factory's duplicates into both scopes), and no request "
      "names a key that holds it there (where a ledger counts requests): data files get "
      "entropy_length random alphanumeric characters in its place, the _metadata path and the "
-     "external pointer have it removed (a segment left empty goes away), only the first "
-     "occurrence being replaced or removed while a second stays as written, and the pointer "
+     "external pointer have it removed (a segment left empty goes away: with the key alone "
+     "below the bucket the job's setup and checkpoints work and the pointer is "
+     "s3://<bucket>/chk-<n>), only the first occurrence being replaced or removed while a "
+     "second stays as written, only the URL's path being rewritten while the bucket stays as "
+     "named (Flink's EntropyInjector rewrites the URI's path only), and the pointer "
      "resolves, through a fresh storage, to the metadata and state written; with the key, "
      "dispose_on_failure of another checkpoint's location returns, and after "
      "dispose_storage_location the pointer raises FileNotFoundError (Flink E2, E3, E4, E7, "

@@ -27,7 +27,13 @@ name registered in the entry-point group ``ckptconform.backends``): subclass ``B
   server is named otherwise than by an object store's ``endpoint_url`` (the unreachable-store
   clauses run where they give a route to a closed port); a backend whose server can drop a
   client's connection mid-request offers ``dropping_connection(operation, path_part)``, a
-  context manager (REQ-12 runs where it exists; see ``ckptconform.backends.sftp``).
+  context manager (REQ-12 runs where it exists; see ``ckptconform.backends.sftp``); a
+  backend whose server holds several buckets offers ``fresh_bucket(prefix="...")``, a context
+  manager yielding the name of a new, empty bucket (``prefix`` and random characters; the
+  tests reach it as ``url_of(name)``) that it removes with everything in it when the block
+  ends, and raising ``BackendUnavailableError`` with the reason where it may not create one
+  (SER-4's savepoint in a second bucket and LAY-8's buckets of their own run where it exists,
+  and skip with that reason elsewhere; see ``ckptconform.backends.s3``).
 
 The shipped legs: ``local`` (``file://`` under a temporary directory; directories; other
 processes see it; files show their bytes while they are written),

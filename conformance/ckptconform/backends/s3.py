@@ -2,7 +2,10 @@
 
 Credentials come from ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY`` (and ``AWS_SESSION_TOKEN``,
 ``AWS_REGION``); the bucket from ``--s3-bucket`` (default ``ckptconform``) and it is created if
-missing. The raw file system is s3fs with no instance or listings cache, and it tags its requests
+missing. Tests that need a bucket of their own (SER-4's savepoint in a second bucket, LAY-8's
+entropy cases) get one from ``S3Backend.fresh_bucket``: made and removed around the test with
+the same credentials; where those may not create buckets, the tests skip with the server's
+answer. The raw file system is s3fs with no instance or listings cache, and it tags its requests
 with ``ledger.RAW_USER_AGENT`` so a request ledger leaves them out of counts.
 
 Servers the suite does not run in-process (``s3``, ``minio``) get their request ledger from a
@@ -25,13 +28,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import warnings
 from collections.abc import Iterator
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from ckptconform.backends.base import Backend, BackendUnavailableError
+from ckptconform.backends.base import Backend, BackendUnavailableError, random_name
 from ckptconform.ledger import RAW_USER_AGENT
 
 __all__ = [
@@ -50,6 +54,8 @@ RAW_CLIENT_LIMITS: dict[str, Any] = {
     "retries": {"max_attempts": 2},
     "s3fs_retries": 2,
 }
+#: What S3 accepts as a bucket name (without dots, which virtual-host addressing breaks on).
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
 #: How long the TCP probe of ``--s3-endpoint`` waits for a connection.
 PROBE_TIMEOUT_SECONDS = 3.0
 
@@ -190,6 +196,60 @@ class S3Backend(Backend):
             yield proxy
         finally:
             proxy.stop()
+
+    @contextlib.contextmanager
+    def fresh_bucket(self, prefix: str = "ckptconform-") -> Iterator[str]:
+        """A new, empty bucket on the backend's server for one block; yields its name.
+
+        The name is ``prefix`` and 16 random lowercase letters and digits (S3's rules: 3 to 63
+        lowercase letters, digits and '-'), so a test can choose what the name holds. The
+        bucket is made with the backend's own credentials; when the server refuses (keys that
+        may not create buckets) it raises ``BackendUnavailableError`` with the reason, before
+        the block runs. When the block ends, everything in the bucket (objects and open
+        multipart uploads) and the bucket itself are removed; a removal that fails is a
+        warning naming the bucket, never the test's failure. Raw requests: a request ledger
+        leaves them out of counts.
+        """
+        self.start()
+        name = prefix + random_name(16)
+        if not _BUCKET_NAME.fullmatch(name):
+            raise ValueError(f"{prefix!r} cannot begin an S3 bucket name (at most 47 of a-z0-9-)")
+        try:
+            self.raw.mkdir(name)
+        except Exception as exc:
+            raise BackendUnavailableError(
+                f"{self.name}: cannot create a bucket at {self.upstream or self.endpoint} "
+                f"with the backend's credentials: {type(exc).__name__}: {exc}"
+            ) from exc
+        try:
+            yield name
+        finally:
+            self._remove_bucket(name)
+
+    def _remove_bucket(self, name: str) -> None:
+        """Delete every object and open multipart upload in bucket ``name``, then the bucket;
+        a failure is a warning (the bucket is left behind, and named)."""
+        raw = self.raw
+        try:
+            with contextlib.suppress(Exception):  # servers without the listing: no uploads
+                answer = raw.call_s3("list_multipart_uploads", Bucket=name)
+                for upload in answer.get("Uploads", []):
+                    raw.call_s3(
+                        "abort_multipart_upload",
+                        Bucket=name,
+                        Key=upload["Key"],
+                        UploadId=upload["UploadId"],
+                    )
+            keys = raw.find(name)
+            if keys:
+                raw.rm(keys)
+            raw.call_s3("delete_bucket", Bucket=name)
+        except Exception as exc:
+            warnings.warn(
+                f"ckptconform: {self.name}: could not remove the test bucket {name!r}: "
+                f"{type(exc).__name__}: {exc}",
+                stacklevel=3,
+            )
 
     def _stop_proxy(self) -> None:
         self._fs = None

@@ -18,11 +18,12 @@ import pickle
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
 
+from ckptconform.backends.base import BackendUnavailableError
 from ckptconform.failures import ClauseFailure
 from ckptconform.workload import payload
 from ckptstore.api import (
@@ -58,6 +59,7 @@ __all__ = [
     "roundtrip",
     "routed_options",
     "same_location",
+    "second_bucket",
     "second_route",
     "tagged",
     "write_chunks",
@@ -334,6 +336,22 @@ def second_route(backend: Any) -> Iterator[Any]:
         pytest.skip(f"the {backend.name} backend offers no second route to its server")
     with backend.open_route() as route:
         yield route
+
+
+@contextmanager
+def second_bucket(backend: Any, prefix: str = "ckptconform-") -> Iterator[str]:
+    """``backend.fresh_bucket(prefix)``: the URL of a new, empty bucket on the backend's server
+    for one block, removed afterwards; a skip with the reason where the backend offers none
+    (local, memory, sftp) or may not create one (credentials without that right)."""
+    fresh = getattr(backend, "fresh_bucket", None)
+    if fresh is None:
+        pytest.skip(f"the {backend.name} backend offers no second bucket on its server")
+    with ExitStack() as stack:
+        try:
+            name = stack.enter_context(fresh(prefix))
+        except BackendUnavailableError as exc:
+            pytest.skip(f"no second bucket: {exc}")
+        yield backend.url_of(name)
 
 
 def routed_options(backend: Any, route: Any) -> dict[str, Any]:

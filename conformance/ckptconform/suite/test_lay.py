@@ -11,6 +11,8 @@ import contextlib
 import os
 import re
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import example, given
@@ -34,6 +36,7 @@ from ckptconform.suite._driver import (
     require,
     routed_options,
     same_location,
+    second_bucket,
     second_route,
     tagged,
     write_state,
@@ -283,29 +286,81 @@ def test_no_leftovers_of_a_first_setup(sandbox, backend):
     )
 
 
-#: LAY-8's entropy keys: (the part of the checkpoint path that holds the key, the length)
-ENTROPY_CASES = (("_entropy_", 4), ("ent-_entropy_-x", 1), ("_entropy_/cp/_entropy_", 2))
+@dataclass(frozen=True)
+class EntropyCase:
+    """One checkpoint path of LAY-8: ``<root>/<segment>/<below>``, the key in ``segment``."""
+
+    segment: str  # the part of the path that holds the key (once or more)
+    length: int
+    key: str = "_entropy_"
+    below: str = "checkpoints"  # the rest of the checkpoint path ("": none)
+    #: a bucket of the test's own whose name starts so (None: the sandbox's root in the
+    #: backend's bucket)
+    bucket: str | None = None
+    create_subdir: bool = True
+
+
+#: LAY-8's checkpoint paths: the key a whole segment, inside one, twice; alone below a bucket of
+#: its own (the pointer then names the bucket's chk-<n>); in the bucket's name as well.
+ENTROPY_CASES = (
+    pytest.param(EntropyCase("_entropy_", 4), id="whole-segment"),
+    pytest.param(EntropyCase("ent-_entropy_-x", 1), id="inside-a-segment"),
+    pytest.param(EntropyCase("_entropy_/cp/_entropy_", 2), id="twice"),
+    pytest.param(
+        EntropyCase("_entropy_", 4, below="", bucket="ckpt-", create_subdir=False),
+        id="alone-below-a-bucket",
+        marks=pytest.mark.requires("flat-layout"),
+    ),
+    pytest.param(
+        EntropyCase("entkey", 3, key="entkey", below="cp", bucket="ckpt-entkey-"),
+        id="key-in-the-bucket-name",
+    ),
+)
+
+
+@contextlib.contextmanager
+def _entropy_root(sandbox, backend, case: EntropyCase) -> Iterator[str]:
+    """The URL the case's checkpoint path starts from: a fresh bucket, or the sandbox's root."""
+    if case.bucket is None:
+        yield sandbox.root
+    else:
+        with second_bucket(backend, case.bucket) as bucket:
+            yield bucket
 
 
 @pytest.mark.clause("LAY-8")
 @pytest.mark.options("inline_threshold")
 @pytest.mark.backend_traits(object_store=True)
-@pytest.mark.parametrize(("segment", "length"), ENTROPY_CASES)
-def test_entropy_never_reaches_the_store(sandbox, target, backend, segment, length):
-    """LAY-8: with an entropy key (a whole segment of the path, inside one, or twice), no
-    written path has the key where it was first (nor, where a ledger counts them, any
-    request); the pointer has it removed; both disposals work with it."""
-    key = "_entropy_"
-    base = join(sandbox.root, segment, "checkpoints")
+@pytest.mark.parametrize("case", ENTROPY_CASES)
+def test_entropy_never_reaches_the_store(sandbox, target, backend, case):
+    """LAY-8: with an entropy key (a whole segment of the path, inside one, twice, alone below
+    a bucket with create_subdir=False, or also in the bucket's name), no written path has the
+    key where it was first (nor, where a ledger counts them, any request); the pointer has it
+    removed; the bucket stays as named; both disposals work with it."""
+    with _entropy_root(sandbox, backend, case) as root:
+        _check_entropy(sandbox, target, backend, case, root)
+
+
+def _check_entropy(sandbox, target, backend, case: EntropyCase, root: str) -> None:
+    """LAY-8 for one case whose checkpoint path starts at ``root``."""
+    key, length, segment = case.key, case.length, case.segment
+    below = [case.below] if case.below else []
+    base = join(root, segment, *below)
     literal = segment.count(key) - 1  # only the first occurrence is the entropy's (E3)
+    flat = {} if case.create_subdir else {"create_subdir": False}  # needs flat-layout
+    inputs = {"key": key, "checkpoint_dir": base, "entropy_length": length, **flat}
     ledger = backend.ledger
-    with ledger.record() if ledger is not None else contextlib.nullcontext() as requests:
+    with (
+        ledger.record() if ledger is not None else contextlib.nullcontext() as requests,
+        tagged("LAY-8", "checkpoint with entropy key", sandbox, **inputs),
+    ):
         drv = JobDriver(
             sandbox,
             checkpoint_dir=base,
             inline_threshold=0,
             entropy_key=key,
             entropy_length=length,
+            **flat,
         )
         drv.init_base()
         completed, written = drv.checkpoint(
@@ -320,41 +375,47 @@ def test_entropy_never_reaches_the_store(sandbox, target, backend, segment, leng
             factory = drv.worker(4, aborted.location_reference)
             copies += [c for s in (EXCLUSIVE, SHARED) for c in factory.duplicate([task_owned], s)]
     keyed = [] if requests is None else [r for r in requests.requests if key in (r.key or "")]
-    files = files_below(sandbox, sandbox.root)
+    top = sandbox.raw_path(root)
+    files = files_below(sandbox, root)
     msg = fail_message(
         "LAY-8",
         "checkpoint with entropy key",
         sandbox,
-        key=key,
-        segment=segment,
-        entropy_length=length,
+        **inputs,
         pointer=completed.external_pointer,
         files=files,
     )
     assert files, msg + "\nnothing was written"
-    assert not [f for f in files if f.count(key) > literal], msg + "\na written path has the key"
+    # the key counted below the root only: a bucket's name may hold it too
+    below_root = [f.removeprefix(top) for f in files]
+    assert not [f for f in below_root if f.count(key) > literal], (
+        msg + "\na written path has the key"
+    )
     keyed = [r for r in keyed if (r.key or "").count(key) > literal]
     assert not keyed, msg + "\nrequests naming the key:\n" + "\n".join(map(str, keyed[:10]))
-    assert completed.external_pointer.count(key) == literal, msg + "\nthe pointer has the key"
+    pointer = completed.external_pointer
+    assert pointer.removeprefix(root).count(key) == literal, msg + "\nthe pointer has the key"
     # the first occurrence removed, and a segment left empty goes away (Flink E3)
     removed = [part for part in segment.replace(key, "", 1).split("/") if part]
-    without = join(sandbox.root, *removed, "checkpoints", str(drv.job_id), "chk-3")
-    assert same_location(sandbox, completed.external_pointer, without), msg
+    job = [str(drv.job_id)] if case.create_subdir else []
+    without = join(root, *removed, *below, *job, "chk-3")
+    assert same_location(sandbox, pointer, without), msg + f"\nexpected the pointer {without}"
     prefix, _, suffix = segment.partition(key)
     entropy = re.escape(prefix) + "[0-9A-Za-z]{" + str(length) + "}" + re.escape(suffix)
+    rest = "".join(f"/{part}" for part in below) + "/"
     for handle in [*(h for h, _ in written), task_owned, *copies]:
         path = sandbox.raw_path(file_path(handle))
-        root = sandbox.raw_path(sandbox.root)
-        assert re.match(re.escape(root) + f"/{entropy}/checkpoints/", path), (
+        assert re.match(re.escape(top) + f"/{entropy}{re.escape(rest)}", path), (
             msg + f"\ndata file {path} has no {length} random characters where the key was"
         )
-    resolved = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
+    resolved = drv.fresh_storage().resolve_checkpoint(pointer)
     assert read_handle(resolved.metadata_handle) == b"entropy", msg
     for handle, blob in written:
         assert read_handle(resolved.resolve_handle(handle)) == blob, msg
     for copy in copies:
         assert read_handle(copy) == payload(300, 3), msg + "\na duplicate does not read its bytes"
-    assert files_below(sandbox, drv.chk_dir(3)) == [], msg + "\nfiles at the literal-key path"
+    literal_chk = join(base, *job, "chk-3")
+    assert files_below(sandbox, literal_chk) == [], msg + "\nfiles at the literal-key path"
     with tagged("LAY-8", "dispose_on_failure of a checkpoint location with the key", sandbox):
         aborted.dispose_on_failure()
     with tagged("LAY-8", "dispose_storage_location of a checkpoint with the key", sandbox):
@@ -363,9 +424,9 @@ def test_entropy_never_reaches_the_store(sandbox, target, backend, segment, leng
         FileNotFoundError,
         "LAY-8",
         "resolve the pointer of a disposed checkpoint with the key",
-        lambda: drv.fresh_storage().resolve_checkpoint(completed.external_pointer),
+        lambda: drv.fresh_storage().resolve_checkpoint(pointer),
         sandbox,
-        pointer=completed.external_pointer,
+        pointer=pointer,
     )
 
 

@@ -30,10 +30,12 @@ from ckptconform.suite._driver import (
     fail_message,
     file_options,
     file_path,
+    join,
     payload,
     read_handle,
     require,
     routed_options,
+    second_bucket,
     second_route,
     tagged,
     write_state,
@@ -435,6 +437,39 @@ def _written_through_own_endpoint(sandbox, target) -> tuple[Any, Any, list[Any],
     )
     handles = [h for h, _ in written]
     return drv, completed, handles, [b for _, b in written] + [b"elsewhere"]
+
+
+@pytest.mark.clause("SER-4")
+@pytest.mark.requires("savepoints")
+@pytest.mark.backend_traits(cross_process=True)
+def test_savepoint_in_another_bucket_reads_in_a_fresh_process(sandbox, target, backend):
+    """SER-4: a fresh process that unpickled only the storage (its directories in one bucket)
+    and the handles reads the handles and the completed location's metadata of a savepoint
+    written to a target in another bucket of the same store."""
+    with second_bucket(backend) as bucket:
+        drv = JobDriver(sandbox, **file_options(target))
+        savepoint_dir = join(bucket, "savepoints")
+        location = drv.access.initialize_location_for_savepoint(7, savepoint_dir)
+        factory = drv.worker(7, location.location_reference)
+        blobs = [payload(3000, 1), payload(2000, 2)]
+        handles = [
+            write_state(factory, blobs[0], EXCLUSIVE),
+            write_state(factory, blobs[1], SHARED),
+        ]
+        completed = drv.finalize(location, b"savepoint in another bucket")
+        proc = _read_elsewhere([drv.storage], handles, completed, dispose=False)
+    msg = fail_message(
+        "SER-4",
+        "read a savepoint in another bucket in a process with the storage",
+        sandbox,
+        target=savepoint_dir,
+        pointer=completed.external_pointer,
+        handles=handles,
+    )
+    assert proc.returncode == 0, msg + "\n" + proc.stderr.decode(errors="replace")[-3000:]
+    assert pickle.loads(proc.stdout) == [*blobs, b"savepoint in another bucket"], (
+        msg + "\nthe bytes differ"
+    )
 
 
 @pytest.mark.clause("SER-8")
