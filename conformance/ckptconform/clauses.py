@@ -798,26 +798,17 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "FileNotFoundError (Flink MD5, T-MOS2).",
      ("MD5", "T-MOS2")),
     ("MD-3", "MUST", (), "no second metadata",
-     "A second metadata stream for an already finalized checkpoint, or one made before the "
-     "first finalizes (of the same location, or of one initialized again) and finalized after "
-     "it, fails with OSError, at "
+     "A second metadata stream for an already finalized checkpoint fails with OSError, at "
      "creation or at the latest at finalization, and the first _metadata stays unchanged, also "
      "on an object store whose server ignores conditional writes (If-None-Match removed by "
      "the request ledger of a second route to the backend, as s3rver, older MinIO and Ceph "
      "ignore it; on backends that accept any credentials, since the header is signed); and "
-     "when finalizations of one checkpoint race, two on object stores with a ledger (the "
+     "when two finalizations of one checkpoint race on object stores with a ledger (the "
      "first's PutObject of _metadata held by the server for 2 seconds while the second is "
-     "sent, through a route the storage has not used before), and 12 on every backend (threads "
-     "started together, round after round, each with its own location initialized again), "
-     "exactly one returns, the others "
-     "raise OSError, and _metadata holds the bytes of the one that returned (Flink "
-     "MD2, T-BASE4). The streams made before the first finalizes and the races on every "
-     "backend go beyond Flink on purpose (decision): Flink 2.3.0 checks for an existing "
-     "_metadata only when a stream is made, and on local disks commits it by an atomic "
-     "rename, which replaces a _metadata another stream committed meanwhile, so both "
-     "finalizations return and the checkpoint the first reported complete is silently "
-     "replaced.",
-     ("MD2", "T-BASE4", "decision")),
+     "sent, through a route the storage has not used before), exactly one returns, the other "
+     "raises OSError, and _metadata holds the bytes of the one that returned (Flink "
+     "MD2, T-BASE4).",
+     ("MD2", "T-BASE4")),
     ("MD-4", "MUST", (), "finalization result",
      "close_and_finalize_checkpoint() returns a completed location whose external_pointer is a "
      "non-empty string and whose metadata_handle reads exactly the bytes written, with "
@@ -867,6 +858,20 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "bytes of own, shared, task-owned and inline handles and raises ValueError for a "
      "relative handle whose relative_path is not one file name.",
      ("MEM3", "MD3", "MD4", "MD5", "H6")),
+    ("MD-11", "MUST", (), "overlapping finalizations keep the first",
+     "A second metadata stream made before the first finalizes (of the same location, or of "
+     "one initialized again) and finalized after it fails with OSError, at creation or at the "
+     "latest at finalization, and the first _metadata stays unchanged; and when 12 "
+     "finalizations of one checkpoint race on any backend (threads started together, round "
+     "after round, each with its own location initialized again), exactly one returns, the "
+     "others raise OSError, and _metadata holds the bytes of the one that returned. This goes "
+     "beyond Flink on purpose (decision): Flink 2.3.0 checks for an existing _metadata only "
+     "when a stream is made, and on local disks commits it by an atomic rename, which replaces "
+     "a _metadata another stream committed meanwhile, so both finalizations return and the "
+     "checkpoint the first reported complete is silently replaced; Flink's own coordinator "
+     "never finalizes one checkpoint twice, but two coordinators or a tool that share the "
+     "storage can (Flink MD2, T-BASE4).",
+     ("MD2", "T-BASE4", "decision")),
     # ------------------------------------------------------------------ DIS
     ("DIS-1", "MUST", (), "aborted checkpoints are removed",
      "dispose_on_failure() of an in-progress location removes its exclusive state from the "

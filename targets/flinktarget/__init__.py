@@ -131,6 +131,17 @@ _EMPTY_WRITE = Deviation(
     "test_str3_memory_stream_counts_an_empty_write",
 )
 
+_OVERLAPPING_FINALIZATIONS = Deviation(
+    BEYOND_FLINK,
+    "Flink 2.3.0 checks for an existing _metadata only when a metadata stream is made and "
+    "commits it by an atomic rename, which replaces a _metadata committed meanwhile: a second "
+    "stream made before the first finalized, or one racing it, also finalizes, and the "
+    "checkpoint the first reported complete silently gets the other's metadata (Flink's own "
+    "coordinator never finalizes one checkpoint twice; two coordinators or a tool sharing the "
+    "storage can)",
+    "test_md11_a_stream_made_before_replaces_the_finalized_metadata",
+)
+
 #: Clauses that Flink 2.3.0's FileSystemCheckpointStorage fails on the local file system.
 FS_DEVIATIONS: Mapping[str, Deviation] = {
     "DIS-2": _NOT_RECURSIVE,
@@ -138,6 +149,7 @@ FS_DEVIATIONS: Mapping[str, Deviation] = {
     "LAY-7": _STAGING_LEAK,
     "BAD-6": _STAGING_LEAK,  # BAD-1's corpus writes to metadata streams and closes them
     "MD-7": _RELATIVE_UNCHECKED,
+    "MD-11": _OVERLAPPING_FINALIZATIONS,
     "BAD-5": _BLANK_TARGET,
 }
 #: Those of its JobManagerCheckpointStorage (metadata and savepoints on the file system).

@@ -67,6 +67,20 @@ def test_md2_close_without_finalize_leaves_a_staging_file(flink_storage):
     assert names[1:] == ["_metadata"]
 
 
+def test_md11_a_stream_made_before_replaces_the_finalized_metadata(flink_storage):
+    """Beyond Flink (MD-11): Flink checks for an existing _metadata only when a metadata stream
+    is made and commits by an atomic rename, so a second stream made before the first
+    finalized also finalizes, and _metadata then holds its bytes."""
+    location = _job(flink_storage).initialize_location_for_checkpoint(4)
+    first = location.create_metadata_output_stream()
+    second = location.create_metadata_output_stream()
+    first.write(b"first")
+    completed = first.close_and_finalize_checkpoint()
+    second.write(b"second")
+    second.close_and_finalize_checkpoint()
+    assert (_local(completed.external_pointer) / "_metadata").read_bytes() == b"second"
+
+
 def test_md7_relative_paths_are_rebased_unchecked(flink_storage):
     """Beyond Flink (MD-7): Flink's metadata deserializer builds new Path(exclusiveDir,
     relativePath) for any relative path; '../victim' names a file outside the checkpoint."""

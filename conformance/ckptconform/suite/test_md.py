@@ -139,10 +139,10 @@ def _stream_or_refusal(location: Any) -> Any:
         return None
 
 
-@pytest.mark.clause("MD-3")
+@pytest.mark.clause("MD-11")
 @pytest.mark.parametrize("how", ["same-location", "new-location"])
 def test_no_second_metadata_from_a_stream_made_before(sandbox, target, how):
-    """MD-3: a second metadata stream made before the first finalizes (of the same location,
+    """MD-11: a second metadata stream made before the first finalizes (of the same location,
     or of one initialized again) fails with OSError, at creation or at the latest when it is
     finalized after the first; the first _metadata stays unchanged."""
     drv = JobDriver(sandbox, **file_options(target))
@@ -150,12 +150,12 @@ def test_no_second_metadata_from_a_stream_made_before(sandbox, target, how):
     location = drv.location(5)
     again = location if how == "same-location" else drv.location(5)
     first = location.create_metadata_output_stream()
-    with tagged("MD-3", "create a second metadata stream before the first finalizes", sandbox):
+    with tagged("MD-11", "create a second metadata stream before the first finalizes", sandbox):
         second = _stream_or_refusal(again)
     first.write(b"first metadata")
     if second is not None:
         second.write(b"second metadata, longer than the first")
-    with tagged("MD-3", "finalize the first of two open metadata streams", sandbox, how=how):
+    with tagged("MD-11", "finalize the first of two open metadata streams", sandbox, how=how):
         completed = first.close_and_finalize_checkpoint()
     if second is not None:
 
@@ -167,7 +167,7 @@ def test_no_second_metadata_from_a_stream_made_before(sandbox, target, how):
 
         expect_error(
             OSError,
-            "MD-3",
+            "MD-11",
             "finalize the second metadata stream after the first",
             finalize_second,
             sandbox,
@@ -175,7 +175,7 @@ def test_no_second_metadata_from_a_stream_made_before(sandbox, target, how):
         )
     loc = drv.fresh_storage().resolve_checkpoint(completed.external_pointer)
     assert read_handle(loc.metadata_handle) == b"first metadata", fail_message(
-        "MD-3", "first _metadata after the second stream's finalization", sandbox, how=how
+        "MD-11", "first _metadata after the second stream's finalization", sandbox, how=how
     )
 
 
@@ -354,30 +354,32 @@ def _race(drv: JobDriver, rounds: int, racers: int) -> list[dict[int, Any]]:
     return outcomes
 
 
-@pytest.mark.clause("MD-3")
+@pytest.mark.clause("MD-11")
 def test_racing_finalizations_on_every_backend(sandbox, target):
-    """MD-3: 12 finalizations of one checkpoint racing on every backend (threads started
+    """MD-11: 12 finalizations of one checkpoint racing on every backend (threads started
     together, round after round, each with its own location initialized again): exactly one
     returns, the others raise OSError, and _metadata holds the bytes of the one that
     returned."""
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
-    with tagged("MD-3", "finalizations racing", sandbox, rounds=RACE_ROUNDS, racers=RACERS):
+    with tagged("MD-11", "finalizations racing", sandbox, rounds=RACE_ROUNDS, racers=RACERS):
         rounds = _race(drv, RACE_ROUNDS, RACERS)
     for round_, outcomes in enumerate(rounds):
-        msg = fail_message("MD-3", "finalizations racing", sandbox, round=round_, outcomes=outcomes)
-        require(len(outcomes) == RACERS, "MD-3", msg + "\na racer did not finish in time")
+        msg = fail_message(
+            "MD-11", "finalizations racing", sandbox, round=round_, outcomes=outcomes
+        )
+        require(len(outcomes) == RACERS, "MD-11", msg + "\na racer did not finish in time")
         won = [r for r, result in outcomes.items() if not isinstance(result, BaseException)]
         lost = [result for result in outcomes.values() if isinstance(result, BaseException)]
-        require(len(won) == 1, "MD-3", msg + "\nnot exactly one finalization returned")
+        require(len(won) == 1, "MD-11", msg + "\nnot exactly one finalization returned")
         wrong = [exc for exc in lost if not isinstance(exc, OSError)]
-        require(not wrong, "MD-3", msg + f"\na loser raised something else: {wrong!r}")
-        with tagged("MD-3", "resolve the winner's checkpoint", sandbox, round=round_):
+        require(not wrong, "MD-11", msg + f"\na loser raised something else: {wrong!r}")
+        with tagged("MD-11", "resolve the winner's checkpoint", sandbox, round=round_):
             loc = drv.fresh_storage().resolve_checkpoint(outcomes[won[0]].external_pointer)
             data = read_handle(loc.metadata_handle)
         require(
             data == _racer_bytes(won[0]),
-            "MD-3",
+            "MD-11",
             msg + f"\n_metadata holds {data!r}, not the bytes of racer {won[0]}, which returned",
         )
 
