@@ -7,7 +7,7 @@ puts ``RequestLedger`` in front. Every request from any process is then recorded
 moto checks a write's condition (If-None-Match, If-Match) and then writes, in two steps that
 concurrent requests interleave: two conditional creates of one key can both succeed. S3
 decides a conditional write atomically, so the suite serializes the writes that carry a
-condition (``AtomicConditionalWrites``); MD-3's races on every backend rely on it.
+condition (``AtomicConditionalWrites``); MD-11's races on every backend rely on it.
 """
 
 from __future__ import annotations

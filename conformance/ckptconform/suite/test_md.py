@@ -130,7 +130,7 @@ def test_no_second_metadata(sandbox, target, how):
 
 
 def _stream_or_refusal(location: Any) -> Any:
-    """A new metadata stream of ``location``, or None where its creation raised OSError (MD-3
+    """A new metadata stream of ``location``, or None where its creation raised OSError (MD-11
     allows a second stream to fail at creation already, as a storage that creates _metadata
     with the stream does)."""
     try:
@@ -254,7 +254,7 @@ def test_racing_finalizations_leave_one_metadata(sandbox, target, backend):
         )
 
 
-#: MD-3's races on every backend: rounds, and the finalizations that race in each round
+#: MD-11's races on every backend: rounds, and the finalizations that race in each round
 RACE_ROUNDS = 12
 RACERS = 12
 #: how long a step of a race may take (a racer that hangs fails the test)
