@@ -159,7 +159,7 @@ OPTIONS: dict[str, Option] = {
             "external pointer.",
             "entropy-injection",
             "in LAY-8's test, with entropy_length; LAY-9 passes keys with characters Flink "
-            "forbids and expects ValueError.",
+            "forbids and an empty key and expects ValueError.",
         ),
         Option(
             "entropy_length",
@@ -562,13 +562,17 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "T-ENT1).",
      ("E3", "E4", "E7", "L7", "T-ENT1")),
     ("LAY-9", "MUST", ("entropy-injection",), "invalid entropy options are refused",
-     "An entropy_key holding a character Flink forbids (~ # @ * + % { } < > [ ] | \" \\), or an "
-     "entropy_length of 0 or less with a key set, raises ValueError (subclasses accepted) when "
-     "the storage is made, or at the latest when the job's access is created or "
-     "initialize_base_locations_for_checkpoint() is called; an entropy_length that is no "
-     "integer raises TypeError or ValueError there (Flink E2: IllegalConfigurationException "
-     "when the S3 file system is configured, before any file is written).",
-     ("E2", "CFG9")),
+     "An entropy_key holding a character Flink forbids (~ # @ * + % { } < > [ ] | \" \\), an "
+     "empty entropy_key (''), or an entropy_length of 0 or less with a key set, raises "
+     "ValueError (subclasses accepted) when the storage is made, or at the latest when the "
+     "job's access is created or initialize_base_locations_for_checkpoint() is called; an "
+     "entropy_length that is no integer raises TypeError or ValueError there (Flink E2: "
+     "IllegalConfigurationException when the S3 file system is configured, before any file is "
+     "written). The empty key goes beyond Flink, which takes it and then fails to create "
+     "every data file with an IOException (its EntropyInjector finds '' at the start of every "
+     "path, and the path it rewrites no longer starts with '/'): a key that can never work is "
+     "refused with the other invalid options, before any checkpoint is attempted.",
+     ("E2", "E3", "CFG9")),
     ("LAY-10", "MUST", ("file-layout", "flat-layout"), "flat layout without a job directory",
      "With create_subdir=False, a checkpoint's chk-<n>/ (its exclusive state and _metadata), "
      "shared/ and taskowned/ lie directly in the checkpoint directory, with no <job id> "
@@ -643,8 +647,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("ACC2", "MEM2")),
     ("PTR-13", "SHOULD", (), "Flink's Path normalisation",
      "A pointer spelt with a '.' segment, with a '..' segment that climbs out of the checkpoint "
-     "directory and back into it (<dir>/../<its name>), or with a '\\' for the '/' before the "
-     "directory's last segment resolves to the same external_pointer and metadata bytes "
+     "directory and back into it (<dir>/../<its name>) or out of the first directory of its "
+     "path and back, spelt as the test's root is (s3://<bucket>/<first>/../<first>/...; "
+     "memory:///<first>/../<first>/..., a URL that names no host, whose path starts at its "
+     "first segment), or with a '\\' for the "
+     "'/' before the directory's last segment resolves to the same external_pointer and "
+     "metadata bytes "
      "(Flink's Path turns '\\' into '/' and normalises its URI, which resolves '.' and '..'; "
      "a SHOULD because a '\\' is a legal character of a POSIX file name and an S3 key).",
      ("PATH", "PTR8")),
@@ -1003,14 +1011,18 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "Path does, name a checkpoint's directory or metadata file resolves, if it resolves, to "
      "that checkpoint (its metadata bytes) with an external_pointer that has no '.' or '..' "
      "segment; every other pointer of the corpus, among them one whose '%2e%2e' segment would "
-     "lead to a checkpoint if it were decoded, does not resolve; pointers whose '..' segments "
-     "climb above the test's root need only a typed outcome. "
+     "lead to a checkpoint if it were decoded and, for a checkpoint on the local file system, "
+     "the file URL whose host spells its path's first directory (file://tmp/x for /tmp/x, "
+     "which Flink refuses: 'Found local file path with authority'), does not resolve; "
+     "pointers whose '..' segments climb above the test's root need only a typed outcome. "
      "resolve_checkpoint_storage_location given location references whose bytes are no usable "
-     "path reference (no magic number, not UTF-8, NUL, '/..', an unknown scheme, 5000 "
-     "characters) raises TypeError, ValueError or OSError or returns (Flink's JobManager "
-     "storage ignores references). (Flink's Path normalises '.', '..' and '//' and keeps '%' "
-     "literal; PTR1, PTR3, PTR4, ACC9.)",
-     ("PTR1", "PTR3", "PTR4", "PTR8", "ACC9", "REF3")),
+     "path reference (one byte, shorter than the magic number, which ckptstore.api's "
+     "CheckpointStorageLocationReference can be made of as Flink's takes any non-empty array; "
+     "no magic number, not UTF-8, NUL, '/..', an unknown scheme, 5000 characters) raises "
+     "TypeError, ValueError or OSError or returns (Flink's JobManager storage ignores "
+     "references). (Flink's Path normalises '.', '..' and '//' and keeps '%' literal; PTR1, "
+     "PTR3, PTR4, ACC9, REF1, REF3.)",
+     ("PTR1", "PTR3", "PTR4", "PTR8", "ACC9", "REF1", "REF3")),
     ("BAD-5", "MUST", ("savepoints",), "hostile savepoint targets",
      "initialize_location_for_savepoint with a target that is empty or blank, contains NUL, "
      "is longer than 4096 characters or has an unknown scheme raises TypeError, ValueError or "
@@ -1099,7 +1111,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "storage_options, a stream of 12 MiB (a multipart upload begins while it is written), "
      "finalizing a checkpoint's "
      "_metadata and resolve_checkpoint of a pointer below the test's root each raise an "
-     "OSError within 15 seconds whose message names the endpoint's host and port; the steps "
+     "OSError within 15 seconds whose message names the endpoint's host and port; the same "
+     "holds for an object store's endpoint_url at the IPv6 loopback, http://[::1]:<port> with "
+     "nothing bound there (the steps fail the same way where the machine has no IPv6 "
+     "loopback), whose message names it as [::1]:<port> wherever it names the port, with the "
+     "brackets a URL gives an IPv6 host (a bare '::1:<port>' reads as another address); the "
+     "steps "
      "before them (make_storage, creating the access, initializing the base locations and "
      "the checkpoint's location, creating streams, writing, close()) either succeed or fail "
      "the same way, and a failed base initialization does not stop the checkpoint's location "

@@ -43,7 +43,9 @@ from ckptconform.suite._bad_inputs import (
     dot_segments,
     escapes,
     expectation,
+    file_url_with_host,
     fixed_cases,
+    hostile_reference_bytes,
     hostile_references,
     looks_like_handle,
     normalised,
@@ -256,6 +258,29 @@ def test_hostile_references_are_references():
     assert len(refs) >= 6
     assert all(isinstance(ref, CheckpointStorageLocationReference) for _, ref in refs)
     assert not any(ref.is_default for _, ref in refs)
+
+
+def test_hostile_references_include_one_byte():
+    """Flink's reference takes any non-empty array: one byte, shorter than the magic number."""
+    assert any(len(data) == 1 for _, data in hostile_reference_bytes())
+    assert len(hostile_references()) == len(hostile_reference_bytes())
+
+
+@pytest.mark.parametrize(
+    ("pointer", "spelt"),
+    [
+        ("/tmp/a/chk-1", "file://tmp/a/chk-1"),
+        ("file:/tmp/a/chk-1", "file://tmp/a/chk-1"),
+        ("file:///tmp/a/chk-1", "file://tmp/a/chk-1"),
+        ("/chk-1", None),
+        ("file://host/tmp/a", None),
+        ("s3://bucket/a/chk-1", None),
+        ("memory:///a/chk-1", None),
+        ("relative/chk-1", None),
+    ],
+)
+def test_file_url_with_host(pointer, spelt):
+    assert file_url_with_host(pointer) == spelt
 
 
 def test_savepoint_targets():

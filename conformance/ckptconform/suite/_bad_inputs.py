@@ -65,7 +65,9 @@ __all__ = [
     "dot_segments",
     "escapes",
     "expectation",
+    "file_url_with_host",
     "fixed_cases",
+    "hostile_reference_bytes",
     "hostile_references",
     "looks_like_handle",
     "normalised",
@@ -709,10 +711,12 @@ def pointer_suffixes(draw: Any, max_segments: int = 6) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- references and targets
 
 
-def hostile_references() -> list[tuple[str, CheckpointStorageLocationReference]]:
-    """Location references of the right type whose bytes are not a usable path reference."""
+def hostile_reference_bytes() -> list[tuple[str, bytes]]:
+    """The bytes of location references that are no usable path reference, by label."""
     magic = REFERENCE_MAGIC_NUMBER
-    raw = [
+    return [
+        # Flink's reference takes any non-empty array; its decoder refuses four bytes or fewer
+        ("one byte, shorter than the magic number", magic[:1]),
         ("3 bytes, no magic number", b"abc"),
         ("100 bytes, no magic number", b"x" * 100),
         ("the magic number only", magic),
@@ -722,7 +726,36 @@ def hostile_references() -> list[tuple[str, CheckpointStorageLocationReference]]
         ("magic + unknown scheme", magic + b"nosuchscheme-ckptconform://bucket/x"),
         ("magic + 5000 characters", magic + b"/" + b"y" * 5000),
     ]
-    return [(label, CheckpointStorageLocationReference(data)) for label, data in raw]
+
+
+def hostile_references() -> list[tuple[str, CheckpointStorageLocationReference]]:
+    """Location references of the right type whose bytes are not a usable path reference."""
+    return [
+        (label, CheckpointStorageLocationReference(data))
+        for label, data in hostile_reference_bytes()
+    ]
+
+
+def file_url_with_host(pointer: str) -> str | None:
+    """A local ``pointer`` (``/a/b``, ``file:/a/b``, ``file:///a/b``) spelt as the file URL whose
+    host is its first directory, ``file://a/b``; None for a pointer of another scheme or one
+    directory deep. Flink refuses such a URL ("Found local file path with authority"): it
+    names the host ``a``, not the directory ``/a``."""
+    scheme, colon, rest = pointer.partition(":")
+    if colon and scheme != "file":
+        return None
+    path = rest if colon else pointer
+    if path.startswith("//"):
+        authority, _, path = path[2:].partition("/")
+        if authority:
+            return None
+        path = "/" + path
+    if not path.startswith("/") or path.startswith("//"):
+        return None
+    first, _, below = path[1:].partition("/")
+    if not first or not below:
+        return None
+    return f"file://{path[1:]}"
 
 
 #: Savepoint targets that name no usable directory: refused at initialize_location_for_savepoint

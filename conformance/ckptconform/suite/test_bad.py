@@ -48,7 +48,9 @@ from ckptconform.suite._bad_inputs import (
     bad_values,
     dot_segments,
     expectation,
+    file_url_with_host,
     fixed_cases,
+    hostile_reference_bytes,
     hostile_references,
     normalised,
     pointer_suffixes,
@@ -62,6 +64,7 @@ from ckptconform.suite._driver import (
     EXCLUSIVE,
     SHARED,
     JobDriver,
+    closed_ipv6_port,
     closed_port,
     expect_error,
     fail_message,
@@ -79,7 +82,7 @@ from ckptconform.suite._driver import (
     write_state,
 )
 from ckptconform.suite._strategies import capped
-from ckptstore.api import JobID
+from ckptstore.api import CheckpointStorageLocationReference, JobID
 
 #: Errors the contract names for bad arguments, and for pointers (which may also be I/O).
 ARGUMENT_ERRORS = (TypeError, ValueError)
@@ -318,6 +321,10 @@ class PointerCheck:
 
 def _pointer_checks(world: World) -> list[PointerCheck]:
     checks = [PointerCheck(p, "names nothing", None) for p in FREE_POINTERS]
+    with_host = file_url_with_host(world.completed.external_pointer)
+    if with_host is not None:
+        why = "a file URL whose host spells chk-1's first directory"
+        checks.append(PointerCheck(with_host, why, None))
     located = world.known_locations()
     if located is not None:
         known = {normalised(segs): name.split(" ")[0] for name, segs in located.items()}
@@ -398,10 +405,19 @@ def test_hostile_pointer_sample(world, start, suffix):
 
 @pytest.mark.clause("BAD-4")
 def test_hostile_references(world):
-    """BAD-4: references whose bytes are no usable path get typed errors (or are ignored)."""
+    """BAD-4: references whose bytes are no usable path get typed errors (or are ignored);
+    a one-byte reference, shorter than the magic number, can be made."""
     failures = []
-    references = hostile_references()
-    for label, reference in references:
+    references = hostile_reference_bytes()
+    for label, data in references:
+        try:
+            reference = CheckpointStorageLocationReference(data)
+        except Exception as exc:
+            failures.append(
+                f"  CheckpointStorageLocationReference(<{label}>): raised "
+                f"{type(exc).__name__}: {show(str(exc), 160)} (Flink's takes any non-empty array)"
+            )
+            continue
         try:
             world.access.resolve_checkpoint_storage_location(3, reference)
         except POINTER_ERRORS:
@@ -1063,14 +1079,26 @@ class StoreRun:
                     )
             elif not isinstance(step.error, OSError):
                 found.append(f"  {step.name}: not an OSError: {step.said()}")
-            elif self.endpoint not in str(step.error):
-                found.append(
-                    f"  {step.name}: the message does not name the endpoint {self.endpoint}: "
-                    + step.said()
-                )
+            elif (unnamed := self.unnamed(str(step.error))) is not None:
+                found.append(f"  {step.name}: {unnamed}: " + step.said())
             elif step.seconds > UNREACHABLE_STEP_SECONDS:
                 found.append(f"  {step.name}: failed only after {step.seconds:.1f} s")
         return found
+
+    def unnamed(self, message: str) -> str | None:
+        """Why ``message`` does not name the endpoint (None: it does). A bracketed IPv6 host
+        must be named with its brackets wherever its port is: a bare '::1:<port>' reads as
+        another IPv6 address."""
+        if self.endpoint not in message:
+            return f"the message does not name the endpoint {self.endpoint}"
+        host, _, port = self.endpoint.rpartition(":")
+        if not host.startswith("["):
+            return None
+        for found in re.finditer(rf":{re.escape(port)}(?!\d)", message):
+            if not message[: found.start()].endswith(host):
+                spelt = message[max(0, found.start() - 24) : found.end()]
+                return f"the message names port {port} as {spelt!r}, not as {self.endpoint}"
+        return None
 
     def not_connection_errors(self) -> list[str]:
         """Steps that failed with an OSError that is no ConnectionError."""
@@ -1081,19 +1109,27 @@ class StoreRun:
         ]
 
 
-def _unreachable_run(sandbox: Any, target: Any, backend: Any) -> StoreRun:
+def _unreachable_run(sandbox: Any, target: Any, backend: Any, ipv6: bool = False) -> StoreRun:
     """The steps on a storage whose endpoint refuses connections (the backend's route to a
-    closed port: an object store's endpoint_url, an SFTP server's port); skips on backends
-    that reach no server."""
+    closed port: an object store's endpoint_url, an SFTP server's port; with ``ipv6``, an
+    object store's endpoint_url at [::1]); skips on backends that reach no server."""
     port = closed_port()
     routed = backend.unreachable_options(port)
     if routed is None:
         pytest.skip(f"backend {backend.name} reaches no server: no endpoint can refuse it")
+    endpoint = f"127.0.0.1:{port}"
+    if ipv6:
+        if not (backend.object_store and routed.get("endpoint_url")):
+            pytest.skip(f"backend {backend.name} is no object store: no IPv6 endpoint_url")
+        port = closed_ipv6_port()
+        endpoint = f"[::1]:{port}"
+        scheme = urlsplit(str(routed["endpoint_url"])).scheme or "http"
+        routed = {**routed, "endpoint_url": f"{scheme}://{endpoint}"}
     options, writes_files = _store_run_options(target)
     large = backend.object_store and writes_files
     if large:  # s3fs's part size: a large state starts its multipart upload while written
         routed = {**routed, "default_block_size": LARGE_PART_BYTES}
-    run = StoreRun(f"127.0.0.1:{port}")
+    run = StoreRun(endpoint)
     dirs = {
         name: backend.unreachable_url(url, port)
         for name, url in (
@@ -1131,10 +1167,12 @@ def _require_none(
 
 
 @pytest.mark.clause("BAD-10")
-def test_unreachable_store_fails_fast_typed_and_named(sandbox, target, backend):
+@pytest.mark.parametrize("ipv6", [False, True], ids=["127.0.0.1", "ipv6"])
+def test_unreachable_store_fails_fast_typed_and_named(sandbox, target, backend, ipv6):
     """BAD-10: through an endpoint that refuses connections, the steps that need the store
-    raise an OSError naming the endpoint within 15 s."""
-    run = _unreachable_run(sandbox, target, backend)
+    raise an OSError naming the endpoint within 15 s; an IPv6 endpoint, an object store's
+    endpoint_url at [::1], is named as [::1]:<port>."""
+    run = _unreachable_run(sandbox, target, backend, ipv6)
     _require_none("BAD-10", run.untyped_or_unnamed(), run)
 
 

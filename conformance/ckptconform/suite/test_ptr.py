@@ -11,6 +11,7 @@ import os
 import pytest
 from hypothesis import given
 
+from ckptconform.suite._bad_inputs import relative_segments
 from ckptconform.suite._driver import (
     CHECKPOINT_DIRS,
     JobDriver,
@@ -423,17 +424,43 @@ def flink_path_spellings(pointer: str) -> dict[str, str]:
     }
 
 
+def up_from_first_directory(pointer: str) -> str | None:
+    """``pointer`` with a '..' out of its path's first directory and back into it:
+    ``s3://bucket/a/b`` as ``s3://bucket/a/../a/b``, ``memory:///a/b`` (a URL that names no
+    host: its path starts at the first segment) as ``memory:///a/../a/b``, ``/a/b`` as
+    ``/a/../a/b``; None when the path has less than two segments."""
+    scheme, colon, rest = pointer.partition(":")
+    if not colon or "/" in scheme:  # a plain path
+        scheme, colon, rest = "", "", pointer
+    prefix, path = f"{scheme}{colon}", rest
+    if rest.startswith("//"):
+        authority, _, below = rest[2:].partition("/")
+        prefix, path = f"{prefix}//{authority}", f"/{below}"
+    first, _, below = path[1:].partition("/") if path.startswith("/") else ("", "", "")
+    if not first or not below:
+        return None
+    return f"{prefix}/{first}/../{first}/{below}"
+
+
 @pytest.mark.clause("PTR-13")
 @capped(4)
 @given(checkpoint_id=checkpoint_ids)
 def test_flink_path_normalisation(sandbox, target, checkpoint_id):
-    """PTR-13: '.' segments, a '..' that climbs back into the directory and a '\\' for a '/'
-    resolve to the same external_pointer and metadata bytes."""
+    """PTR-13: '.' segments, a '..' that climbs back into the directory or into the path's
+    first directory and a '\\' for a '/' resolve to the same external_pointer and metadata
+    bytes."""
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
     metadata = payload(700, seed=checkpoint_id % 251)
     completed, _ = drv.checkpoint(checkpoint_id, metadata=metadata)
-    for spelling, pointer in flink_path_spellings(completed.external_pointer).items():
+    spellings = flink_path_spellings(completed.external_pointer)
+    # out of the first directory and back, spelt from the test's root as the suite spells it
+    # (memory:///<first>/...: its first segment is a directory, where a host could stand)
+    below = relative_segments(sandbox, completed.external_pointer)
+    first_up_and_back = up_from_first_directory(join(sandbox.root, *below)) if below else None
+    if first_up_and_back is not None:
+        spellings["first-up-and-back"] = first_up_and_back
+    for spelling, pointer in spellings.items():
         _resolves_everywhere(
             sandbox,
             "PTR-13",
