@@ -812,7 +812,8 @@ def main(argv: list[str] | None = None) -> int:
         metavar="WORKDIR",
         help="run only the mutants (of --modules) that survived in another run's workdir, e.g. "
         "the S3-only survivors of .mutation/local+memory on --backend=moto; those this "
-        "workdir judged already are left out unless --rerun-survivors is given too",
+        "workdir judged already are left out, but with --rerun-survivors those it saw "
+        "survive run again (never those it killed)",
     )
     parser.add_argument(
         "--diff-matches",
@@ -864,10 +865,12 @@ def main(argv: list[str] | None = None) -> int:
         ]
         classify(chosen)  # their diffs, and which are excused: those need no run
         chosen = [m for m in chosen if not m.excuse]
-        if args.survivors_of and not args.rerun_survivors:
-            # another run's survivors that this workdir judged already (an earlier session)
-            judged = {m.name for m in read_results(workdir) if m.status != NOT_RUN}
-            chosen = [m for m in chosen if m.name not in judged]
+        if args.survivors_of:
+            # another run's survivors that this workdir judged already (an earlier session):
+            # left out, but for those it saw survive where --rerun-survivors asks for them
+            mine = {m.name: m.status for m in read_results(workdir)}
+            again = set(KILLED) if args.rerun_survivors else {*KILLED, "survived"}
+            chosen = [m for m in chosen if mine.get(m.name, NOT_RUN) not in again]
         if args.diff_matches:
             pattern = re.compile(args.diff_matches)
             chosen = [m for m in chosen if pattern.search(f"{m.name}\n{m.diff}")]
