@@ -266,17 +266,6 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def closed_ipv6_port() -> int:
-    """A port on the IPv6 loopback ::1 that nobody listens on; where the machine has no IPv6
-    loopback, any port (no connection to ::1 can be made there at all)."""
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
-            sock.bind(("::1", 0))
-            return int(sock.getsockname()[1])
-    except OSError:
-        return closed_port()
-
-
 # --------------------------------------------------------------------------- backend paths
 
 

@@ -64,7 +64,6 @@ from ckptconform.suite._driver import (
     EXCLUSIVE,
     SHARED,
     JobDriver,
-    closed_ipv6_port,
     closed_port,
     expect_error,
     fail_message,
@@ -1121,8 +1120,7 @@ def _unreachable_run(sandbox: Any, target: Any, backend: Any, ipv6: bool = False
     if ipv6:
         if not (backend.object_store and routed.get("endpoint_url")):
             pytest.skip(f"backend {backend.name} is no object store: no IPv6 endpoint_url")
-        port = closed_ipv6_port()
-        endpoint = f"[::1]:{port}"
+        endpoint = f"[::1]:{port}"  # the suite never listens on ::1, nor on this port
         scheme = urlsplit(str(routed["endpoint_url"])).scheme or "http"
         routed = {**routed, "endpoint_url": f"{scheme}://{endpoint}"}
     options, writes_files = _store_run_options(target)
