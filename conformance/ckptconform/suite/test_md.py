@@ -329,7 +329,7 @@ def _race(drv: JobDriver, rounds: int, racers: int) -> list[dict[int, Any]]:
                 gate.wait()  # every outcome of the round is in
 
     threads = [
-        threading.Thread(target=racer, args=(i,), name=f"md3-racer-{i}", daemon=True)
+        threading.Thread(target=racer, args=(i,), name=f"md11-racer-{i}", daemon=True)
         for i in range(racers)
     ]
     interval = sys.getswitchinterval()
