@@ -31,7 +31,8 @@ Retry budget (S3): how long an operation may keep trying is set by documented
 ``storage_options`` keys, all with bounded defaults (:data:`S3_DEFAULTS`) and range-checked by
 ``ckptstore.validation.require_storage_options``. The two storage-agnostic keys come first
 (``ckptstore.s3``; the conformance target's options of the same names become them); when
-either is set it replaces the four client-specific ones below it:
+either is set it replaces s3fs's ``retries`` and botocore's ``config_kwargs['retries']``, and
+``retry_seconds`` caps ``read_timeout`` (``ckptstore.s3.apply_retry_budget``):
 
 ==========================================  ========  ===========================================
 key                                         default   meaning
@@ -41,7 +42,8 @@ key                                         default   meaning
 ``retries``                                 1         s3fs's own retry loop: one pass, so it
                                                       never multiplies botocore's attempts
 ``config_kwargs['connect_timeout']``        2 s       botocore: wait for a TCP connection
-``config_kwargs['retries']['max_attempts']`` 2        botocore: retries after the first attempt
+``config_kwargs['retries']``                (none)    botocore's own retries: replace the
+                                                      reference's policy (``ckptstore.s3``)
 ``config_kwargs['read_timeout']``           20 s      botocore: wait for response bytes
 ==========================================  ========  ===========================================
 
@@ -53,7 +55,8 @@ requests within 10 s (``ckptstore.s3.DEFAULT_POLICY``); an *unreachable*
 endpoint (refused, unresolvable, connect timeout) within ``3 * connect_timeout`` plus backoff:
 about 9 s; an endpoint that accepts connections but never answers within ``3 *
 read_timeout`` plus backoff (about a minute; set ``retry_seconds`` for less).
-``AWS_MAX_ATTEMPTS``/``AWS_RETRY_MODE`` in the environment replace the botocore retry default.
+``AWS_MAX_ATTEMPTS``/``AWS_RETRY_MODE`` in the environment, like ``config_kwargs['retries']``,
+hand the retries to botocore's own handler.
 
 Traits: object stores (``s3``, ``gs``, ``az``, ...) have no real directories, so nobody sends
 a request for a directory there (S1, ACC5, ACC6). ``file`` and ``memory`` have directories,
@@ -182,21 +185,18 @@ _LOCAL_FILE_TYPES: tuple[type, ...] = (io.BufferedWriter, io.FileIO, io.BytesIO)
 #: Bounded S3 defaults, used unless the storage options or fsspec's configuration set them:
 #: ``retries`` is s3fs's own retry loop (the reference applies it to the instance; s3fs takes
 #: it as a class attribute, default 5): one pass, so botocore alone retries and the attempts
-#: are not multiplied; ``config_kwargs`` go to botocore: a 2 s connect timeout, a 20 s read
-#: timeout (botocore's own is 60 s) and 2 retries in standard mode (not set when
-#: ``AWS_MAX_ATTEMPTS`` or ``AWS_RETRY_MODE`` is in the environment). A connection-refused
-#: endpoint then fails in about 1-3 s; one that drops packets within about 3 x 2 s plus
-#: backoff (see :func:`retry_budget`). ``retry_attempts``/``retry_seconds`` replace them.
+#: are not multiplied; ``config_kwargs`` go to botocore: a 2 s connect timeout and a 20 s read
+#: timeout (botocore's own is 60 s). The retries are the reference's policy
+#: (``ckptstore.s3.policy_of``: 3 attempts). A connection-refused endpoint then fails in about
+#: 1-3 s; one that drops packets within about 3 x 2 s plus backoff (see :func:`retry_budget`).
 S3_DEFAULTS: Mapping[str, Any] = {
     "use_listings_cache": False,
     "retries": 1,
     "config_kwargs": {
         "connect_timeout": 2,
         "read_timeout": 20,
-        "retries": {"max_attempts": 2, "mode": "standard"},
     },
 }
-_S3_RETRY_ENVIRONMENT = ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE")
 # fsspec applies its configuration for every protocol name of the implementation class.
 _CONFIG_PROTOCOLS = {"s3": ("s3", "s3a")}
 
@@ -284,10 +284,8 @@ def filesystem_options(scheme: str, storage_options: Mapping[str, Any] | None) -
         defaults = S3_DEFAULTS["config_kwargs"]
         config.setdefault("connect_timeout", defaults["connect_timeout"])
         config.setdefault("read_timeout", defaults["read_timeout"])
-        if "retries" not in config and not any(k in os.environ for k in _S3_RETRY_ENVIRONMENT):
-            config["retries"] = dict(defaults["retries"])
         options["config_kwargs"] = config
-        s3.apply_retry_budget(options, defaults)
+        s3.apply_retry_budget(options)
     return options
 
 
@@ -378,25 +376,33 @@ class RetryBudget:
 
 
 def retry_budget(storage_options: Mapping[str, Any] | None = None) -> RetryBudget:
-    """The S3 retry budget that ``storage_options`` give (defaults: :data:`S3_DEFAULTS`)."""
+    """The S3 retry budget that ``storage_options`` give (defaults: :data:`S3_DEFAULTS`).
+
+    The attempts are the retry policy's (``ckptstore.s3.policy_of``); where the user
+    configured botocore's own retries instead, botocore's setting (``config_kwargs['retries']``,
+    else ``AWS_MAX_ATTEMPTS``, else its standard mode's 3 attempts).
+    """
     options = filesystem_options("s3", storage_options)
-    config = options.get("config_kwargs") or {}
-    retries_config = config.get("retries") or {}
-    env_attempts = os.environ.get("AWS_MAX_ATTEMPTS", "")
-    if "max_attempts" in retries_config:
-        max_attempts = int(retries_config["max_attempts"])
-    elif "total_max_attempts" in retries_config:
-        max_attempts = max(0, int(retries_config["total_max_attempts"]) - 1)
-    elif env_attempts.strip().isdigit():
-        max_attempts = max(0, int(env_attempts) - 1)
-    else:
-        max_attempts = 2
+    config = options["config_kwargs"]
     policy = s3.policy_of(options)
+    if policy is not None:
+        max_attempts = policy.attempts - 1
+    else:
+        retries_config = config.get("retries") or {}
+        env_attempts = os.environ.get("AWS_MAX_ATTEMPTS", "")
+        if "max_attempts" in retries_config:
+            max_attempts = int(retries_config["max_attempts"])
+        elif "total_max_attempts" in retries_config:
+            max_attempts = max(0, int(retries_config["total_max_attempts"]) - 1)
+        elif env_attempts.strip().isdigit():
+            max_attempts = max(0, int(env_attempts) - 1)
+        else:
+            max_attempts = s3.DEFAULT_RETRY_ATTEMPTS - 1
     return RetryBudget(
         retries=max(1, int(options.get("retries", 1))),
         max_attempts=max_attempts,
-        connect_timeout=float(config.get("connect_timeout", 60)),
-        read_timeout=float(config.get("read_timeout", 60)),
+        connect_timeout=float(config["connect_timeout"]),
+        read_timeout=float(config["read_timeout"]),
         seconds=None if policy is None else policy.seconds,
         throttle_attempts=None if policy is None else policy.throttle_attempts,
         throttle_seconds=None if policy is None else policy.throttle_seconds,

@@ -10,10 +10,10 @@ and memory I/O is not retried and ignores them, as do other file systems):
 key                accepted        meaning
 =================  ==============  ==========================================================
 ``retry_attempts`` int in [1, 20]  requests per operation: the first attempt and its
-                                   retries, all botocore's (standard mode); s3fs's own retry
-                                   loop makes a single pass, so it never multiplies them
-``retry_seconds``  (0, 3600]       seconds per operation: connect timeout at most
-                                   ``retry_seconds / retry_attempts``, read timeout at most
+                                   retries, all botocore's (its standard mode's decisions and
+                                   backoff); s3fs's own retry loop makes a single pass, so it
+                                   never multiplies them
+``retry_seconds``  (0, 3600]       seconds per operation: read timeout at most
                                    ``retry_seconds``, no retry whose backoff would end beyond
                                    it, and a deadline that cancels the operation when reached
                                    (it fails with a ``TimeoutError``)
@@ -96,6 +96,7 @@ import concurrent.futures
 import contextlib
 import errno
 import io
+import os
 import threading
 import time
 import uuid
@@ -144,6 +145,8 @@ RETRY_ATTEMPTS = "retry_attempts"
 RETRY_SECONDS = "retry_seconds"
 #: Requests per operation without ``retry_attempts`` (botocore's standard mode default).
 DEFAULT_RETRY_ATTEMPTS = 3
+#: Environment variables that configure botocore's own retries (:func:`policy_of`).
+BOTOCORE_RETRY_ENVIRONMENT = ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE")
 
 CONDITIONAL_WRITES_HONOURED = "honoured"
 CONDITIONAL_WRITES_IGNORED = "ignored: check-then-write"
@@ -188,35 +191,27 @@ def _not_implemented(exc: BaseException) -> bool:
 # --------------------------------------------------------------------------- retry budget
 
 
-def apply_retry_budget(options: dict[str, Any], defaults: Mapping[str, Any]) -> None:
-    """Translate ``retry_attempts``/``retry_seconds`` in S3 ``options`` (in place).
+def apply_retry_budget(options: dict[str, Any]) -> None:
+    """What ``retry_attempts``/``retry_seconds`` change in S3 ``options`` besides the retry
+    policy (:func:`policy_of`), in place; ``ckptstore.filesystems`` has completed ``options``
+    with its defaults.
 
-    ``defaults`` are the bounded defaults (``config_kwargs`` ``connect_timeout`` and
-    ``read_timeout``) for timeouts the options do not set. The two keys stay in ``options``
-    (:func:`instantiate` reads them); s3fs's retry loop is set to one pass and botocore's
-    standard mode to ``retry_attempts`` attempts.
+    s3fs's retry loop makes one pass, and with ``retry_seconds`` botocore's read timeout is at
+    most that: the deadline of :class:`ckptstore.budgeted_s3.BudgetedS3FileSystem` ends the
+    call, but s3fs reads a GetObject's body after the call returned. A key set to ``None``
+    goes; the others stay in ``options`` (:func:`instantiate` reads them).
     """
-    attempts = options.get(RETRY_ATTEMPTS)
-    seconds = options.get(RETRY_SECONDS)
-    if attempts is None and seconds is None:
-        options.pop(RETRY_ATTEMPTS, None)
-        options.pop(RETRY_SECONDS, None)
+    for name in (RETRY_ATTEMPTS, RETRY_SECONDS):
+        if options.get(name) is None:
+            options.pop(name, None)
+    if RETRY_ATTEMPTS not in options and RETRY_SECONDS not in options:
         return
-    total = int(attempts) if attempts is not None else DEFAULT_RETRY_ATTEMPTS
-    config = dict(options.get("config_kwargs") or {})
-    config["retries"] = {"total_max_attempts": total, "mode": "standard"}
-    connect = float(config.get("connect_timeout", defaults["connect_timeout"]))
-    read = float(config.get("read_timeout", defaults["read_timeout"]))
-    if seconds is not None:
-        connect = min(connect, max(0.05, float(seconds) / total))
-        read = min(read, float(seconds))
-    config["connect_timeout"] = connect
-    config["read_timeout"] = read
-    options["config_kwargs"] = config
     options["retries"] = 1
-    options[RETRY_ATTEMPTS] = total
-    if seconds is None:
-        options.pop(RETRY_SECONDS, None)
+    seconds = options.get(RETRY_SECONDS)
+    if seconds is not None:
+        config = dict(options["config_kwargs"])
+        config["read_timeout"] = min(float(config["read_timeout"]), float(seconds))
+        options["config_kwargs"] = config
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,12 +300,12 @@ def install_budget(client: Any, policy: RetryPolicy | None) -> None:
 
 
 def policy_of(options: Mapping[str, Any]) -> RetryPolicy | None:
-    """The retry policy of S3 ``options`` (as ``ckptstore.filesystems`` completed them).
+    """The retry policy of S3 ``options``.
 
     ``retry_attempts``/``retry_seconds``: exactly those (throttling answers included).
-    Neither, with the default botocore retries: :data:`DEFAULT_POLICY`. Retries the user
-    configured for botocore (``config_kwargs['retries']``, ``AWS_MAX_ATTEMPTS``): ``None``,
-    botocore's own handler.
+    Retries the user configured for botocore (``config_kwargs['retries']``, or
+    ``AWS_MAX_ATTEMPTS``/``AWS_RETRY_MODE`` in the environment): ``None``, botocore's own
+    handler. Otherwise :data:`DEFAULT_POLICY`.
     """
     attempts = options.get(RETRY_ATTEMPTS)
     seconds = options.get(RETRY_SECONDS)
@@ -320,9 +315,9 @@ def policy_of(options: Mapping[str, Any]) -> RetryPolicy | None:
             seconds=None if seconds is None else float(seconds),
         )
     config = options.get("config_kwargs") or {}
-    if config.get("retries") == {"max_attempts": DEFAULT_RETRY_ATTEMPTS - 1, "mode": "standard"}:
-        return DEFAULT_POLICY
-    return None
+    if "retries" in config or any(name in os.environ for name in BOTOCORE_RETRY_ENVIRONMENT):
+        return None
+    return DEFAULT_POLICY
 
 
 def instantiate(options: Mapping[str, Any]) -> Any:

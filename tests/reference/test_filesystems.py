@@ -8,7 +8,7 @@ import fsspec
 import fsspec.config
 import pytest
 
-from ckptstore import filesystems
+from ckptstore import filesystems, s3
 from ckptstore.filesystems import (
     exclusive_mode,
     filesystem_options,
@@ -63,11 +63,8 @@ def test_s3_options_get_bounded_defaults_that_the_user_can_override(
     options = filesystem_options("s3", {"endpoint_url": "http://127.0.0.1:1"})
     # issue 9: s3fs's own loop makes one pass, so it never multiplies botocore's 3 attempts
     assert options["retries"] == 1
-    assert options["config_kwargs"] == {
-        "connect_timeout": 2,
-        "read_timeout": 20,
-        "retries": {"max_attempts": 2, "mode": "standard"},
-    }
+    assert options["config_kwargs"] == {"connect_timeout": 2, "read_timeout": 20}
+    assert s3.policy_of(options) == s3.DEFAULT_POLICY
     mine = filesystem_options(
         "s3",
         {"retries": 7, "config_kwargs": {"connect_timeout": 30, "retries": {"mode": "adaptive"}}},
@@ -78,8 +75,9 @@ def test_s3_options_get_bounded_defaults_that_the_user_can_override(
         "read_timeout": 20,
         "retries": {"mode": "adaptive"},
     }
+    assert s3.policy_of(mine) is None  # botocore's own retries, as configured
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "9")  # botocore's own setting is respected
-    assert "retries" not in filesystem_options("s3", {})["config_kwargs"]
+    assert s3.policy_of(filesystem_options("s3", {})) is None
 
 
 def test_s3fs_instances_get_the_retries_option() -> None:

@@ -180,14 +180,15 @@ def test_retry_seconds_is_a_deadline(silent_endpoint: str) -> None:
 
 
 def test_budget_keys_reach_botocore_and_s3fs() -> None:
-    """The keys become botocore's standard mode with that many attempts, timeouts within
+    """The keys become the retry policy of the file system's clients, a read timeout within
     the deadline, and one pass of s3fs's loop; other file systems ignore them."""
     options = filesystem_options(
         "s3", {"endpoint_url": "http://127.0.0.1:1", "retry_attempts": 4, "retry_seconds": 6}
     )
     assert options["retries"] == 1
-    assert options["config_kwargs"]["retries"] == {"total_max_attempts": 4, "mode": "standard"}
-    assert options["config_kwargs"]["connect_timeout"] == 1.5  # 6 s / 4 attempts
+    assert s3_module.policy_of(options) == s3_module.RetryPolicy(attempts=4, seconds=6.0)
+    assert "retries" not in options["config_kwargs"]
+    assert options["config_kwargs"]["connect_timeout"] == 2
     assert options["config_kwargs"]["read_timeout"] == 6.0
     assert filesystem_options("gs", {"retry_attempts": 4, "project": "p"}) == {"project": "p"}
     assert filesystem_options("memory", {"retry_attempts": 4}) == {}
