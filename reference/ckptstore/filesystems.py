@@ -610,7 +610,7 @@ def make_directories(fs: Any, path: StoragePath) -> None:
     """
     if not traits_for(path.scheme).real_directories:
         return
-    with io_errors("create the directory", path, fs, any_exception=True):
+    with io_errors("create the directory", path, fs):
         for attempt in range(_MAKEDIRS_ATTEMPTS):
             try:
                 fs.makedirs(path.fs_path, exist_ok=True)
@@ -633,7 +633,7 @@ def make_directory_exclusive(fs: Any, path: StoragePath) -> bool:
     if not traits_for(path.scheme).real_directories:
         return True
     make_directories(fs, path.parent)
-    with io_errors("create the directory", path, fs, any_exception=True):
+    with io_errors("create the directory", path, fs):
         try:
             fs.mkdir(path.fs_path, create_parents=False)
         except FileExistsError:
@@ -659,7 +659,7 @@ def list_directory(fs: Any, path: StoragePath) -> list[dict[str, Any]]:
     Used only by the crash-leftover scan (``ckptstore.leftovers``), never on the checkpoint
     path: on S3 it is one ListObjectsV2 per page.
     """
-    with io_errors("list", path, fs, any_exception=True):
+    with io_errors("list", path, fs):
         try:
             entries = fs.ls(path.fs_path, detail=True)
         except (FileNotFoundError, NotADirectoryError):
@@ -703,7 +703,7 @@ def open_exclusive_write(fs: Any, path: StoragePath) -> IO[bytes]:
     raises the contract's errors (``ckptstore.io_errors.guarded_writer``); an existing file
     raises ``CheckpointFileExistsError``.
     """
-    with io_errors("create", path, fs, any_exception=True):
+    with io_errors("create", path, fs):
         if path.scheme == "file":
             writer: IO[bytes] = open(path.fs_path, "xb")  # noqa: SIM115 (returned open)
         elif path.scheme == "memory":
@@ -763,11 +763,11 @@ def discard_writer(writer: IO[bytes]) -> None:
         writer.close()
 
 
-def sync_and_close(writer: IO[bytes], path: StoragePath, fs: Any = None) -> None:
+def sync_and_close(writer: IO[bytes], path: StoragePath) -> None:
     """Flush, fsync (local files) and close a writer, committing it (FLINK-36421)."""
     if path.scheme == "file":
         writer.flush()
-        with io_errors("sync", path, fs, any_exception=True):
+        with io_errors("sync", path):
             os.fsync(writer.fileno())
     writer.close()
 
@@ -808,7 +808,7 @@ def publish_exclusive(
             raise
         raise MetadataExistsError(f"Target file {path.url} already exists.") from exc
     except Exception as exc:
-        error = translate_io_error(exc, "publish", path, fs, any_exception=True)
+        error = translate_io_error(exc, "publish", path, fs)
         raise error from exc
 
 
@@ -830,7 +830,7 @@ def probe_conditional_writes(fs: Any, directory: StoragePath) -> str:
     exclusively by themselves: nothing is sent. Returns :func:`conditional_write_mode`.
     """
     if path_is_s3(directory):
-        with io_errors("probe conditional writes in", directory, fs, any_exception=True):
+        with io_errors("probe conditional writes in", directory, fs):
             return s3.probe_conditional_writes(fs, directory)
     return s3.CONDITIONAL_WRITES_NATIVE
 
@@ -899,7 +899,7 @@ def delete_file(fs: Any, path: StoragePath) -> None:
             still_there = True
         if not still_there:
             return
-    error = translate_io_error(failure, "delete", path, fs, any_exception=True)
+    error = translate_io_error(failure, "delete", path, fs)
     raise error from failure
 
 
@@ -911,7 +911,7 @@ def delete_tree(fs: Any, path: StoragePath) -> None:
     keys; a bucket's root is refused. Elsewhere ``fs.rm(recursive=True)``. Callers confine it
     to directories the storage's layout names (``ckptstore.layout``).
     """
-    with io_errors("delete", path, fs, any_exception=True):
+    with io_errors("delete", path, fs):
         if path_is_s3(path):
             s3.delete_below(fs, path)
             return
@@ -943,7 +943,7 @@ def list_open_uploads(fs: Any, directory: StoragePath) -> list[OpenUpload] | Non
     """
     if not path_is_s3(directory):
         return None
-    with io_errors("list the open uploads below", directory, fs, any_exception=True):
+    with io_errors("list the open uploads below", directory, fs):
         found = s3.list_open_uploads(fs, directory)
     if found is None:
         return None
@@ -960,7 +960,7 @@ def list_open_uploads(fs: Any, directory: StoragePath) -> list[OpenUpload] | Non
 def abort_open_upload(fs: Any, upload: OpenUpload) -> None:
     """Abort an open multipart upload (S3 AbortMultipartUpload); a finished one is fine."""
     bucket, key, _ = fs.split_path(upload.path.fs_path)
-    with io_errors("abort the upload of", upload.path, fs, any_exception=True):
+    with io_errors("abort the upload of", upload.path, fs):
         s3.abort_upload(fs, str(bucket), str(key), upload.upload_id)
 
 
@@ -975,7 +975,7 @@ def existing_size(fs: Any, path: StoragePath) -> int | None:
 
 def file_info(fs: Any, path: StoragePath) -> dict[str, Any] | None:
     """``fs.info(path)`` or ``None`` when it does not exist (one HEAD on S3 for a file)."""
-    with io_errors("look up", path, fs, any_exception=True):
+    with io_errors("look up", path, fs):
         try:
             return cast(dict[str, Any], fs.info(path.fs_path))
         except (FileNotFoundError, NotADirectoryError):
@@ -988,7 +988,7 @@ def open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
     The reader raises the contract's errors (``ckptstore.io_errors``) on open and on read:
     on S3 the GET happens at the first ``read()``.
     """
-    with io_errors("read", path, fs, any_exception=True):
+    with io_errors("read", path, fs):
         reader = _open_for_read(fs, path, size)
     return guarded_reader(reader, path, fs)
 
@@ -1019,7 +1019,7 @@ def copy_exclusive(fs: Any, source: StoragePath, target: StoragePath, size: int 
     other failure ``CheckpointIOError``.
     """
     message = f"Could not copy {source.url} to {target.url}"
-    with io_errors("copy", target, fs, any_exception=True, message=message):
+    with io_errors("copy", target, fs, message=message):
         if source.scheme == "file":
             _copy_local_exclusive(source, target)
         elif source.scheme == "memory":

@@ -6,8 +6,7 @@ exceptions (botocore's ``EndpointConnectionError`` or ``ParamValidationError`` a
 ``OSError``), aiohttp errors and timeouts. The contract promises ``OSError`` for any I/O problem
 and ``FileNotFoundError`` for something that does not exist, so every storage operation that
 touches a file system runs in :func:`io_errors` (the raw operations of
-``ckptstore.filesystems`` with ``any_exception=True``: whatever a file-system call raises is
-its failure), which raises:
+``ckptstore.filesystems``: whatever a file-system call raises is its failure), which raises:
 
 * ``CheckpointNotFoundError`` (a ``FileNotFoundError``) for a missing file or object,
 * ``CheckpointFileExistsError`` (a ``FileExistsError``) for a file that an exclusive create
@@ -24,8 +23,8 @@ Client libraries quote what they were given (botocore refuses an endpoint URL by
 query string and all), so the texts of the cause and of every exception chained to it are
 redacted in place as well: the chain keeps its types and attributes, and shows no secret.
 Errors the storage raises on purpose (``CheckpointStorageError``) pass unchanged, and so do
-exceptions that are not I/O at all unless the caller says every exception is (a ``TypeError``
-from a bug in the storage itself stays a ``TypeError``).
+``BaseException``s that are no ``Exception`` (``KeyboardInterrupt``); :func:`io_errors` wraps
+file-system calls only, so a bug of the storage's own code is never taken for an I/O failure.
 
 Readers returned by :func:`guarded_reader` and writers returned by :func:`guarded_writer`
 translate the same way on every call: on S3 the GET happens at the first ``read()`` and the
@@ -79,22 +78,6 @@ __all__ = [
     "with_context",
 ]
 
-# Exceptions of these packages are I/O failures of a file system or its client.
-_IO_MODULES = (
-    "botocore",
-    "aiobotocore",
-    "aiohttp",
-    "urllib3",
-    "requests",
-    "s3fs",
-    "fsspec",
-    "gcsfs",
-    "adlfs",
-    "azure",
-    "google",
-    "ocifs",
-    "ossfs",
-)
 _MAX_REASON = 400
 # Exception class names (any module) of a connection that could not be established.
 _UNREACHABLE = frozenset(
@@ -213,15 +196,6 @@ def _scrub(text: str, secrets: list[str]) -> str:
     return redact_text(text, secrets, limit=_MAX_REASON)
 
 
-def _is_io_failure(exc: BaseException) -> bool:
-    if isinstance(exc, OSError):  # includes TimeoutError, ConnectionError, asyncio timeouts
-        return True
-    return any(
-        (getattr(cls, "__module__", "") or "").split(".")[0] in _IO_MODULES
-        for cls in type(exc).__mro__[:-1]
-    )
-
-
 def causal_chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc``, then what it wraps: its cause, else its context, and so on (once each)."""
     seen: set[int] = set()
@@ -260,20 +234,16 @@ def translate_io_error(
     path: StoragePath,
     fs: Any = None,
     *,
-    any_exception: bool = False,
     message: str | None = None,
 ) -> BaseException:
-    """The exception to raise instead of ``exc`` (``exc`` itself when it is no I/O failure).
+    """The exception to raise instead of ``exc``, the failure of a file-system call (``exc``
+    itself when the storage raised it on purpose, or when it is no ``Exception``).
 
-    ``action`` is a verb phrase ("read", "delete", "resolve the checkpoint pointer"), the
-    message reads ``Could not <action> <url> (endpoint <endpoint>): <reason>``; ``message``
-    replaces the part before the endpoint (for Flink's own wording). With ``any_exception``
-    every ``Exception`` counts as an I/O failure (for callers whose block holds nothing but a
-    file-system call, whatever it raised).
+    ``action`` is a verb phrase ("read", "delete", "create the directory"), the message reads
+    ``Could not <action> <url> (endpoint <endpoint>): <reason>``; ``message`` replaces the
+    part before the endpoint (for Flink's own wording).
     """
-    if isinstance(exc, CheckpointStorageError):
-        return exc
-    if not (_is_io_failure(exc) or (any_exception and isinstance(exc, Exception))):
+    if isinstance(exc, CheckpointStorageError) or not isinstance(exc, Exception):
         return exc
     endpoint = endpoint_label(fs, path.scheme)
     cls, code = contract_class(exc)
@@ -376,7 +346,7 @@ def with_context(
     ``CheckpointIOError``), the message keeps the endpoint and reason, redacted; the cause is
     ``exc``.
     """
-    translated = translate_io_error(exc, "write", path, fs, any_exception=True)
+    translated = translate_io_error(exc, "write", path, fs)
     cls: type[CheckpointIOError] = (
         type(translated) if isinstance(translated, CheckpointIOError) else CheckpointIOError
     )
@@ -398,14 +368,13 @@ def io_errors(
     path: StoragePath,
     fs: Any = None,
     *,
-    any_exception: bool = False,
     message: str | None = None,
 ) -> Iterator[None]:
-    """Run a file-system operation; raise its failure as the contract's ``OSError`` type."""
+    """Run a file-system call; raise its failure as the contract's ``OSError`` type."""
     try:
         yield
     except Exception as exc:
-        _raise_translated(exc, action, path, fs, any_exception=any_exception, message=message)
+        _raise_translated(exc, action, path, fs, message=message)
 
 
 def _raise_translated(
@@ -414,14 +383,11 @@ def _raise_translated(
     path: StoragePath,
     fs: Any = None,
     *,
-    any_exception: bool = False,
     message: str | None = None,
 ) -> NoReturn:
     """Raise what :func:`translate_io_error` makes of ``exc``: ``exc`` itself unchanged, or
     the contract's error caused by it (what :func:`io_errors` does, for ``try`` blocks)."""
-    translated = translate_io_error(
-        exc, action, path, fs, any_exception=any_exception, message=message
-    )
+    translated = translate_io_error(exc, action, path, fs, message=message)
     if translated is exc:
         raise exc
     raise translated from exc
@@ -444,7 +410,7 @@ class _GuardedReader(io.BufferedIOBase):
         """
         if self._inner.closed:  # Python's ValueError for a closed file, and an OSError
             raise StreamClosedError(f"the reader of {self._path.shown} is closed") from exc
-        _raise_translated(exc, "read", self._path, self._fs, any_exception=True)
+        _raise_translated(exc, "read", self._path, self._fs)
 
     def readable(self) -> bool:
         return True
@@ -497,7 +463,7 @@ class _GuardedReader(io.BufferedIOBase):
     def close(self) -> None:
         if self._inner.closed:
             return
-        with io_errors("read", self._path, self._fs, any_exception=True):
+        with io_errors("read", self._path, self._fs):
             self._inner.close()
 
     def __getattr__(self, name: str) -> Any:
@@ -529,7 +495,7 @@ class _GuardedWriter:
     def _guard(self) -> contextlib.AbstractContextManager[None]:
         if self._inner.closed:
             raise StreamClosedError(f"the writer of {self._path.shown} is closed")
-        return io_errors("write", self._path, self._fs, any_exception=True)
+        return io_errors("write", self._path, self._fs)
 
     @property
     def inner(self) -> IO[bytes]:

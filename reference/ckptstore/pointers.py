@@ -176,8 +176,7 @@ def resolve_checkpoint_pointer(
             f"Cannot access file system for checkpoint/savepoint path '{shown}'."
         ) from exc
 
-    with io_errors("resolve the checkpoint pointer", location, fs):
-        metadata_path, size = _find_metadata(fs, location, pointer)
+    metadata_path, size = _find_metadata(fs, location, pointer)
     directory = metadata_path.parent
     handle = FileStateHandle(metadata_path.url, size, fs_token=token)
     return FsCompletedCheckpointStorageLocation(
@@ -190,7 +189,6 @@ def _info(fs: Any, path: StoragePath, pointer: str) -> dict[str, Any] | None:
         f"resolve the checkpoint/savepoint pointer '{redact_text(pointer)}': looking up",
         path,
         fs,
-        any_exception=True,
     ):
         try:
             info: dict[str, Any] = fs.info(path.fs_path)

@@ -110,14 +110,22 @@ def test_other_os_errors_become_checkpoint_io_error(error: OSError) -> None:
     assert str(translated).startswith("Could not delete s3://bucket/dir/state")
 
 
-@pytest.mark.parametrize(
-    "error",
-    [TypeError("bug"), KeyError("bug"), InvalidArgumentError("ours"), MetadataExistsError("ours")],
-)
-def test_programming_errors_and_our_own_errors_pass_unchanged(error: Exception) -> None:
+@pytest.mark.parametrize("error", [InvalidArgumentError("ours"), MetadataExistsError("ours")])
+def test_our_own_errors_pass_unchanged(error: Exception) -> None:
     with pytest.raises(type(error)) as caught, io_errors("read", PATH, _FakeS3()):
         raise error
     assert caught.value is error
+
+
+def test_whatever_a_file_system_call_raises_is_its_failure() -> None:
+    """io_errors wraps file-system calls only: a client's TypeError or KeyError (botocore's
+    ParamValidationError is no OSError either) is an I/O failure; a KeyboardInterrupt is not."""
+    for error in (TypeError("client"), KeyError("client")):
+        with pytest.raises(CheckpointIOError) as caught, io_errors("read", PATH, _FakeS3()):
+            raise error
+        assert caught.value.__cause__ is error
+    with pytest.raises(KeyboardInterrupt), io_errors("read", PATH, _FakeS3()):
+        raise KeyboardInterrupt
 
 
 def test_endpoint_labels() -> None:
