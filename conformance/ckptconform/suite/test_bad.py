@@ -1142,8 +1142,10 @@ def _unreachable_run(
         scheme = urlsplit(str(routed["endpoint_url"])).scheme or "http"
         routed = {**routed, "endpoint_url": f"{scheme}://{endpoint}"}
     elif route == S3_ENDPOINT_VARIABLE:
-        if backend.scheme != "s3" or monkeypatch is None:
+        if backend.scheme != "s3":
             pytest.skip(f"{S3_ENDPOINT_VARIABLE} routes S3 clients only, not {backend.scheme}")
+        if monkeypatch is None:
+            raise TypeError(f"the {route} route sets a variable: it needs the monkeypatch")
         monkeypatch.setenv(S3_ENDPOINT_VARIABLE, f"http://{endpoint}")
         routed = endpointless_options(backend, own_key=True)
     options, writes_files = _store_run_options(target)
