@@ -1115,7 +1115,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "holds for an object store's endpoint_url at the IPv6 loopback, http://[::1]:<port> with "
      "nothing bound there (the steps fail the same way where the machine has no IPv6 "
      "loopback), whose message names it as [::1]:<port> wherever it names the port, with the "
-     "brackets a URL gives an IPv6 host (a bare '::1:<port>' reads as another address); the "
+     "brackets a URL gives an IPv6 host (a bare '::1:<port>' reads as another address); and "
+     "for an S3 endpoint given only by botocore's AWS_ENDPOINT_URL_S3, http://127.0.0.1:<port>, "
+     "with storage_options that name no endpoint (neither endpoint_url nor client_kwargs' "
+     "endpoint_url; a key and secret of their own), whose message names 127.0.0.1:<port>; the "
      "steps "
      "before them (make_storage, creating the access, initializing the base locations and "
      "the checkpoint's location, creating streams, writing, close()) either succeed or fail "
@@ -1126,8 +1129,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("BAD-11", "SHOULD", (), "an unreachable store is a ConnectionError",
      "In BAD-10's steps, an error caused by the refused connection is a ConnectionError "
      "(Python's OSError subclass for a connection that could not be made; Flink's "
-     "java.net.ConnectException), so that callers can tell an unreachable store from a "
-     "missing or unreadable object (decision).",
+     "java.net.ConnectException); so is every error of the same steps on object stores "
+     "through an endpoint_url whose host does not resolve, http://ckptconform.invalid:9000 "
+     "(RFC 2606 reserves .invalid), where the steps that need the store each raise an OSError "
+     "within 15 seconds whose message names ckptconform.invalid:9000 and the others either "
+     "succeed or fail the same way, as in BAD-10; so that callers can tell an unreachable "
+     "store from a missing or unreadable object (decision).",
      ("decision",)),
     ("BAD-13", "SHOULD", (), "server errors name the endpoint",
      "On backends with a request ledger, with the endpoint given as s3fs's endpoint_url or "
@@ -1198,8 +1205,15 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "store through the scheme's process-wide configuration: the suite sets fsspec's "
      "FSSPEC_<SCHEME>_<OPTION> variables (endpoint_url, key, secret) and, for S3, "
      "AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, all naming one route "
-     "to the backend's server, and every read goes through that route (decision, following "
-     "fsspec's convention for any URL).",
+     "to the backend's server, and every read goes through that route. On S3, in the "
+     "coordinator's process, storages whose storage_options name no endpoint (neither "
+     "endpoint_url nor client_kwargs' endpoint_url; keys only, a key and secret of their own "
+     "where the server accepts any) take botocore's AWS_ENDPOINT_URL_S3, set to a route to "
+     "the backend's server: one writes 3000 bytes of state and finalizes a checkpoint whose "
+     "_metadata holds the pickled handle, a second one resolves the pointer and the handle "
+     "taken out of _metadata reads the bytes back, and every request, at least one "
+     "GetObject among them, goes through that route (decision, following fsspec's "
+     "convention for any URL, and botocore's for any S3 client).",
      ("decision",)),
     ("SPK-6", "MUST", (), "unreachable endpoints fail fast, typed, without secrets",
      "On object stores, a handle read in a process whose storage for its bucket names an "

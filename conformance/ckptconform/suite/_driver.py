@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from ckptconform.backends.base import BackendUnavailableError
+from ckptconform.backends.base import BackendUnavailableError, random_name
 from ckptconform.failures import ClauseFailure
 from ckptconform.workload import payload
 from ckptstore.api import (
@@ -36,10 +36,12 @@ __all__ = [
     "CHECKPOINT_DIRS",
     "DEFAULT_REF",
     "EXCLUSIVE",
+    "S3_ENDPOINT_VARIABLE",
     "SHARED",
     "JobDriver",
     "chunk",
     "driver_with",
+    "endpointless_options",
     "expect_error",
     "fail_message",
     "file_options",
@@ -357,6 +359,30 @@ def second_bucket(backend: Any, prefix: str = "ckptconform-") -> Iterator[str]:
 def routed_options(backend: Any, route: Any) -> dict[str, Any]:
     """``make_storage`` options that reach the backend's server through ``route``."""
     return {"storage_options": {**backend.storage_options, "endpoint_url": route.url}}
+
+
+#: botocore's own setting for the endpoint of every S3 client, read when a client is made.
+S3_ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL_S3"
+
+
+def endpointless_options(backend: Any, *, own_key: bool = False) -> dict[str, Any]:
+    """The backend's storage_options with no endpoint in them (neither ``endpoint_url`` nor
+    ``client_kwargs['endpoint_url']``): an S3 client then takes its endpoint from botocore's
+    configuration, such as :data:`S3_ENDPOINT_VARIABLE`.
+
+    With ``own_key`` they carry a key and secret of their own: an implementation may keep one
+    file system per options, and the environment is no option, so options that no other test
+    uses keep a file system made under another value of the variable from serving them.
+    """
+    options = dict(backend.storage_options)
+    options.pop("endpoint_url", None)
+    client_kwargs = dict(options.pop("client_kwargs", None) or {})
+    client_kwargs.pop("endpoint_url", None)
+    if client_kwargs:
+        options["client_kwargs"] = client_kwargs
+    if own_key:
+        options.update(key=f"ckptconform-env-{random_name(8)}", secret=random_name(24))
+    return options
 
 
 def put_file(sandbox: Any, url: str, data: bytes) -> None:

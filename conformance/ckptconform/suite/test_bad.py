@@ -62,9 +62,11 @@ from ckptconform.suite._bad_inputs import (
 from ckptconform.suite._driver import (
     DEFAULT_REF,
     EXCLUSIVE,
+    S3_ENDPOINT_VARIABLE,
     SHARED,
     JobDriver,
     closed_port,
+    endpointless_options,
     expect_error,
     fail_message,
     file_options,
@@ -1108,21 +1110,44 @@ class StoreRun:
         ]
 
 
-def _unreachable_run(sandbox: Any, target: Any, backend: Any, ipv6: bool = False) -> StoreRun:
-    """The steps on a storage whose endpoint refuses connections (the backend's route to a
-    closed port: an object store's endpoint_url, an SFTP server's port; with ``ipv6``, an
-    object store's endpoint_url at [::1]); skips on backends that reach no server."""
+#: How BAD-10's endpoint is given: the backend's own way at 127.0.0.1 (an object store's
+#: endpoint_url, an SFTP server's port), an object store's endpoint_url at [::1], or only
+#: botocore's AWS_ENDPOINT_URL_S3 (storage_options that name no endpoint)
+REFUSING_ROUTES = ("127.0.0.1", "ipv6", S3_ENDPOINT_VARIABLE)
+#: BAD-11's endpoint whose host does not resolve (RFC 2606 reserves .invalid)
+UNRESOLVABLE_ENDPOINT = "ckptconform.invalid:9000"
+
+
+def _unreachable_run(
+    sandbox: Any,
+    target: Any,
+    backend: Any,
+    route: str = "127.0.0.1",
+    monkeypatch: pytest.MonkeyPatch | None = None,
+) -> StoreRun:
+    """The steps on a storage whose endpoint cannot be reached, given as ``route`` (one of
+    :data:`REFUSING_ROUTES`, through ``monkeypatch`` for the variable, or ``"unresolvable"``:
+    an object store's endpoint_url at :data:`UNRESOLVABLE_ENDPOINT`); skips on backends that
+    reach no server or cannot be given the endpoint that way."""
     port = closed_port()
     routed = backend.unreachable_options(port)
     if routed is None:
         pytest.skip(f"backend {backend.name} reaches no server: no endpoint can refuse it")
     endpoint = f"127.0.0.1:{port}"
-    if ipv6:
+    if route in ("ipv6", "unresolvable"):
         if not (backend.object_store and routed.get("endpoint_url")):
-            pytest.skip(f"backend {backend.name} is no object store: no IPv6 endpoint_url")
-        endpoint = f"[::1]:{port}"  # the suite never listens on ::1, nor on this port
+            pytest.skip(f"backend {backend.name} is no object store: no {route} endpoint_url")
+        # the suite never listens on ::1; .invalid names no host anywhere
+        endpoint = f"[::1]:{port}" if route == "ipv6" else UNRESOLVABLE_ENDPOINT
         scheme = urlsplit(str(routed["endpoint_url"])).scheme or "http"
         routed = {**routed, "endpoint_url": f"{scheme}://{endpoint}"}
+    elif route == S3_ENDPOINT_VARIABLE:
+        if backend.scheme != "s3":
+            pytest.skip(f"{S3_ENDPOINT_VARIABLE} routes S3 clients only, not {backend.scheme}")
+        if monkeypatch is None:
+            raise TypeError(f"the {route} route sets a variable: it needs the monkeypatch")
+        monkeypatch.setenv(S3_ENDPOINT_VARIABLE, f"http://{endpoint}")
+        routed = endpointless_options(backend, own_key=True)
     options, writes_files = _store_run_options(target)
     large = backend.object_store and writes_files
     if large:  # s3fs's part size: a large state starts its multipart upload while written
@@ -1165,12 +1190,13 @@ def _require_none(
 
 
 @pytest.mark.clause("BAD-10")
-@pytest.mark.parametrize("ipv6", [False, True], ids=["127.0.0.1", "ipv6"])
-def test_unreachable_store_fails_fast_typed_and_named(sandbox, target, backend, ipv6):
+@pytest.mark.parametrize("route", REFUSING_ROUTES)
+def test_unreachable_store_fails_fast_typed_and_named(sandbox, target, backend, route, monkeypatch):
     """BAD-10: through an endpoint that refuses connections, the steps that need the store
     raise an OSError naming the endpoint within 15 s; an IPv6 endpoint, an object store's
-    endpoint_url at [::1], is named as [::1]:<port>."""
-    run = _unreachable_run(sandbox, target, backend, ipv6)
+    endpoint_url at [::1], is named as [::1]:<port>; an S3 endpoint given only by
+    AWS_ENDPOINT_URL_S3 (storage_options with keys only) as 127.0.0.1:<port>."""
+    run = _unreachable_run(sandbox, target, backend, route, monkeypatch)
     _require_none("BAD-10", run.untyped_or_unnamed(), run)
 
 
@@ -1179,6 +1205,15 @@ def test_unreachable_store_is_a_connection_error(sandbox, target, backend):
     """BAD-11: an error caused by the refused connection is a ConnectionError."""
     run = _unreachable_run(sandbox, target, backend)
     _require_none("BAD-11", run.not_connection_errors(), run)
+
+
+@pytest.mark.clause("BAD-11")
+def test_an_unresolvable_store_is_a_connection_error(sandbox, target, backend):
+    """BAD-11: through an object store's endpoint_url whose host does not resolve
+    (ckptconform.invalid), the steps that need the store raise an OSError naming the
+    endpoint within 15 s, and every error is a ConnectionError."""
+    run = _unreachable_run(sandbox, target, backend, "unresolvable")
+    _require_none("BAD-11", run.untyped_or_unnamed() + run.not_connection_errors(), run)
 
 
 def _unreachable_steps(

@@ -27,12 +27,16 @@ import pytest
 
 from ckptconform.backends.base import random_name
 from ckptconform.suite._driver import (
+    S3_ENDPOINT_VARIABLE,
+    JobDriver,
     closed_port,
+    endpointless_options,
     fail_message,
     file_path,
     files_below,
     join,
     move_tree,
+    payload,
     read_handle,
     require,
     second_route,
@@ -318,6 +322,62 @@ def test_handles_use_the_process_wide_configuration(sandbox, target, spark, back
         return None, environ, expected
 
     _restore_through_a_route("SPK-5", sandbox, target, spark, backend, ledger, configure)
+
+
+@pytest.mark.clause("SPK-5")
+@pytest.mark.backend_traits(object_store=True)
+def test_a_storage_without_endpoint_takes_botocores_route(
+    sandbox, target, backend, ledger, monkeypatch
+):
+    """SPK-5: a storage whose storage_options name no endpoint (keys only) reaches S3 through
+    AWS_ENDPOINT_URL_S3 in the coordinator's process: it writes 3000 bytes of state and
+    finalizes a checkpoint, a second such storage resolves the pointer and the state handle
+    taken out of _metadata reads the bytes back, every request through that route."""
+    if backend.scheme != "s3":
+        pytest.skip(f"{S3_ENDPOINT_VARIABLE} routes S3 clients only, not {backend.scheme}")
+    data = payload(3000, 5)
+    options = {
+        "storage_options": endpointless_options(backend, own_key=backend.accepts_any_credentials),
+        **_options(target),
+    }
+    with second_route(backend) as route:
+        monkeypatch.setenv(S3_ENDPOINT_VARIABLE, route.url)
+        inputs = {
+            S3_ENDPOINT_VARIABLE: route.url,
+            "option_names": sorted(options["storage_options"]),
+        }
+        with route.ledger.record() as via_route, ledger.record() as at_server:
+            _round_trip_without_endpoint(sandbox, options, data, **inputs)
+        monkeypatch.delenv(S3_ENDPOINT_VARIABLE)
+    where = f"\nthrough the route:\n{via_route.summary()}\nat the server:\n{at_server.summary()}"
+    with tagged("SPK-5", "which endpoint the requests took", sandbox, **inputs):
+        assert via_route.count(operation="GetObject") >= 1, "no GetObject took the route" + where
+        assert len(at_server.requests) == len(via_route.requests), (
+            "requests reached the server another way" + where
+        )
+
+
+def _round_trip_without_endpoint(
+    sandbox: Any, options: dict[str, Any], data: bytes, **inputs: Any
+) -> None:
+    """SPK-5's steps on storages made with ``options``: a state written, a checkpoint whose
+    _metadata holds its pickled handle finalized, the pointer resolved by a second storage and
+    the handle out of _metadata read back."""
+    with tagged(
+        "SPK-5", "write a checkpoint through a storage without endpoint", sandbox, **inputs
+    ):
+        drv = JobDriver(sandbox, **options)
+        drv.init_base()
+        location = drv.location(1)
+        handle = drv.write(drv.worker(1, location.location_reference), data)
+        completed = drv.finalize(location, pickle.dumps([handle]))
+    pointer = completed.external_pointer
+    with tagged(
+        "SPK-5", "resolve and read back without endpoint", sandbox, pointer=pointer, **inputs
+    ):
+        resolved = sandbox.make_storage(**options).resolve_checkpoint(pointer)
+        (restored,) = pickle.loads(read_handle(resolved.metadata_handle))
+        assert read_handle(restored) == data, "the state read back other bytes"
 
 
 @pytest.mark.clause("SPK-6")
