@@ -584,14 +584,21 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("PTR-1", "MUST", (), "pointers resolve",
      "The external_pointer of a finalized checkpoint resolves, through the storage, its accesses "
      "and a fresh storage instance from the same configuration, to a location whose metadata "
-     "handle reads the bytes that were written, with state_size their number or -1 (seed 001: "
-     "resolveCheckpoint; Flink's handle carries the file's length).",
+     "handle reads the bytes that were written, with state_size their number or -1; where "
+     "savepoints is claimed, a storage whose checkpoint directory is on the backend under "
+     "test and whose default savepoint directory is a local directory (file://) resolves the "
+     "pointers of its checkpoints and of its savepoints alike (seed 001: resolveCheckpoint; "
+     "Flink's handle carries the file's length; its resolveCheckpointPointer opens the file "
+     "system the pointer's scheme names).",
      ("seed 001", "CS1", "ACC4", "PTR9")),
     ("PTR-2", "MUST", (), "pointer spellings",
      "The checkpoint directory, the directory with a trailing '/', the directory with a '/' "
      "doubled inside its path, and the metadata file all resolve to the same external pointer "
-     "and metadata bytes, with state_size their number or -1 (Flink PTR8, T-BASE1; Flink's "
-     "Path collapses runs of '/' and drops a trailing one).",
+     "and metadata bytes, with state_size their number or -1; on S3, the directory spelt "
+     "with s3a:// in place of s3:// reads the same metadata bytes, through the storage and a "
+     "fresh one (Flink PTR8, T-BASE1; "
+     "Flink's Path collapses runs of '/' and drops a trailing one; Flink's S3 file system "
+     "for Hadoop, flink-s3-fs-hadoop, serves both schemes).",
      ("PTR6", "PTR7", "PTR8", "T-BASE1")),
     ("PTR-3", "MUST", (), "stable pointer",
      "Resolving an external pointer gives a location whose external_pointer is the same string "
