@@ -601,7 +601,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "for Hadoop, flink-s3-fs-hadoop, serves both schemes).",
      ("PTR6", "PTR7", "PTR8", "T-BASE1")),
     ("PTR-3", "MUST", (), "stable pointer",
-     "Resolving an external pointer gives a location whose external_pointer is the same string "
+     "Resolving an external pointer gives a location whose external_pointer is the same string, "
+     "also for a savepoint directly below the root of the memory file system (memory:///) "
      "(Flink PTR1: the qualified directory).",
      ("PTR1", "PTR9")),
     ("PTR-4", "MUST", (), "pointers resolve anywhere on the file system",
@@ -764,8 +765,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     # ------------------------------------------------------------------ SAV
     ("SAV-1", "MUST", ("savepoints",), "savepoint target matrix",
      "initialize_location_for_savepoint puts the savepoint in a new directory directly below the "
-     "given target, which wins over the default savepoint directory, else below the default "
-     "(seed 001; Flink ACC7, T-BASE5).",
+     "given target, which wins over the default savepoint directory, else below the default; "
+     "a target at the root of the file system (memory:/// on the memory backend) holds the "
+     "savepoint's directory directly below the root (seed 001; Flink ACC7, T-BASE5).",
      ("seed 001", "ACC7", "T-BASE5")),
     ("SAV-2", "MUST", ("savepoints",), "no savepoint location",
      "has_default_savepoint_location() tells whether a default savepoint directory is "
