@@ -894,13 +894,16 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "dispose_on_failure() of an in-progress location removes its exclusive state from the "
      "backend (where file-layout is claimed, its chk-<n> directory holds no file afterwards), "
      "and shared-scope state written for it survives; where savepoints is claimed, the same "
-     "holds for a savepoint's location (its savepoint directory holds no file afterwards) "
-     "(Flink MD7, ACC12).",
+     "holds for a savepoint's location (its savepoint directory holds no file afterwards); on "
+     "S3 all of this holds too for a checkpoint directory at the bucket's top level whose name "
+     "starts with an 'X' or a space (Flink MD7, ACC12).",
      ("MD7", "ACC12")),
     ("DIS-2", "MUST", (), "completed checkpoints are removed",
      "dispose_storage_location() of a completed location, also one obtained from "
      "resolve_checkpoint on a fresh storage, removes the checkpoint's directory recursively "
-     "(_metadata, exclusive state, anything else below it), and the pointer no longer resolves: "
+     "(_metadata, exclusive state, anything else below it), also on S3 with a checkpoint "
+     "directory at the bucket's top level whose name starts with an 'X' or a space, and the "
+     "pointer no longer resolves: "
      "FileNotFoundError (Flink MD6, T-CCL1, FLINK-38909; Flink 2.3.0 still deletes "
      "non-recursively, a Flink bug that leaves chk-<n> directories behind, P4).",
      ("MD6", "T-CCL1", "P4")),
