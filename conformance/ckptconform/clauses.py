@@ -611,7 +611,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "bytes (state_size their number or -1) and state (read through resolve_handle); two "
      "jobs using the same checkpoint id do not interfere: their pointers differ; where "
      "in-memory-checkpoints is claimed, on the local file system a storage made without a "
-     "checkpoint or a savepoint directory resolves them too (Flink "
+     "checkpoint or a savepoint directory resolves them too. A storage made with a checkpoint "
+     "directory and no savepoint directory resolves its checkpoints' pointers, through itself "
+     "and another instance of the same configuration; where in-memory-checkpoints and "
+     "savepoints are claimed, so does a storage made with a savepoint directory and no "
+     "checkpoint directory for its savepoints' pointers (Flink "
      "T-BASE3; resolveCheckpointPointer is static).",
      ("T-BASE3", "CS1")),
     ("PTR-5", "MUST", (), "missing arguments",

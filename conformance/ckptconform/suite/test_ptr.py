@@ -229,6 +229,36 @@ def test_other_jobs_and_places(sandbox, target):
                 )
 
 
+@pytest.mark.clause("PTR-4")
+def test_storages_with_one_directory(sandbox, target):
+    """PTR-4: a storage made with a checkpoint directory and no savepoint directory resolves
+    its checkpoints' pointers, through itself and another instance of the same configuration;
+    where in-memory-checkpoints and savepoints are claimed, so does a storage made with a
+    savepoint directory and no checkpoint directory for its savepoints' pointers."""
+    checkpoints = JobDriver(sandbox, savepoint_dir=None, **file_options(target))
+    checkpoints.init_base()
+    completed, _ = checkpoints.checkpoint(8, metadata=b"no savepoint directory")
+    cases = [(checkpoints, completed, b"no savepoint directory", "checkpoint_dir only")]
+    if {"in-memory-checkpoints", "savepoints"} <= set(target.capabilities):
+        savepoints = JobDriver(sandbox, checkpoint_dir=None, **file_options(target))
+        location = savepoints.access.initialize_location_for_savepoint(9, None)
+        savepoint = savepoints.finalize(location, b"no checkpoint directory")
+        cases.append((savepoints, savepoint, b"no checkpoint directory", "savepoint_dir only"))
+    for drv, done, metadata, made in cases:
+        for label, storage in (("storage", drv.storage), ("fresh storage", drv.fresh_storage())):
+            _resolves_to(
+                sandbox,
+                "PTR-4",
+                "PTR-4",
+                storage,
+                done.external_pointer,
+                done.external_pointer,
+                metadata,
+                made_with=made,
+                via=label,
+            )
+
+
 @pytest.mark.clause("PTR-5")
 def test_missing_arguments(sandbox, target):
     """PTR-5: resolve_checkpoint(None) raises TypeError, resolve_checkpoint('') ValueError."""
