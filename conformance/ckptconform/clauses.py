@@ -875,7 +875,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "the metadata stream and the completed location behave as MD-4, MD-6 and MD-7 say for "
      "the others: tell() counts the bytes from 0 and the metadata_handle reads them back; "
      "after finalization `closed` is true, write() and a second finalization raise OSError or "
-     "ValueError and close() keeps the metadata_handle readable; resolve_handle() keeps the "
+     "ValueError and close() keeps the metadata_handle readable; close() without finalizing, "
+     "also repeated, leaves the stream `closed`, and write() and close_and_finalize_checkpoint() "
+     "then raise OSError or ValueError; resolve_handle() keeps the "
      "bytes of own, shared, task-owned and inline handles and raises ValueError for a "
      "relative handle whose relative_path is not one file name.",
      ("MEM3", "MD3", "MD4", "MD5", "H6")),
