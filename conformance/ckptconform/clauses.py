@@ -584,17 +584,25 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("PTR-1", "MUST", (), "pointers resolve",
      "The external_pointer of a finalized checkpoint resolves, through the storage, its accesses "
      "and a fresh storage instance from the same configuration, to a location whose metadata "
-     "handle reads the bytes that were written, with state_size their number or -1 (seed 001: "
-     "resolveCheckpoint; Flink's handle carries the file's length).",
+     "handle reads the bytes that were written, with state_size their number or -1; where "
+     "savepoints is claimed, a storage whose checkpoint directory is on the backend under "
+     "test and whose default savepoint directory is a local directory (file://) resolves the "
+     "pointers of its checkpoints and of its savepoints alike (seed 001: resolveCheckpoint; "
+     "Flink's handle carries the file's length; its resolveCheckpointPointer opens the file "
+     "system the pointer's scheme names).",
      ("seed 001", "CS1", "ACC4", "PTR9")),
     ("PTR-2", "MUST", (), "pointer spellings",
      "The checkpoint directory, the directory with a trailing '/', the directory with a '/' "
      "doubled inside its path, and the metadata file all resolve to the same external pointer "
-     "and metadata bytes, with state_size their number or -1 (Flink PTR8, T-BASE1; Flink's "
-     "Path collapses runs of '/' and drops a trailing one).",
+     "and metadata bytes, with state_size their number or -1; on S3, the directory spelt "
+     "with s3a:// in place of s3:// reads the same metadata bytes, through the storage and a "
+     "fresh one (Flink PTR8, T-BASE1; "
+     "Flink's Path collapses runs of '/' and drops a trailing one; Flink's S3 file system "
+     "for Hadoop, flink-s3-fs-hadoop, serves both schemes).",
      ("PTR6", "PTR7", "PTR8", "T-BASE1")),
     ("PTR-3", "MUST", (), "stable pointer",
-     "Resolving an external pointer gives a location whose external_pointer is the same string "
+     "Resolving an external pointer gives a location whose external_pointer is the same string, "
+     "also for a savepoint directly below the root of the memory file system (memory:///) "
      "(Flink PTR1: the qualified directory).",
      ("PTR1", "PTR9")),
     ("PTR-4", "MUST", (), "pointers resolve anywhere on the file system",
@@ -603,7 +611,11 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "bytes (state_size their number or -1) and state (read through resolve_handle); two "
      "jobs using the same checkpoint id do not interfere: their pointers differ; where "
      "in-memory-checkpoints is claimed, on the local file system a storage made without a "
-     "checkpoint or a savepoint directory resolves them too (Flink "
+     "checkpoint or a savepoint directory resolves them too. A storage made with a checkpoint "
+     "directory and no savepoint directory resolves its checkpoints' pointers, through itself "
+     "and another instance of the same configuration; where in-memory-checkpoints and "
+     "savepoints are claimed, so does a storage made with a savepoint directory and no "
+     "checkpoint directory for its savepoints' pointers (Flink "
      "T-BASE3; resolveCheckpointPointer is static).",
      ("T-BASE3", "CS1")),
     ("PTR-5", "MUST", (), "missing arguments",
@@ -757,8 +769,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     # ------------------------------------------------------------------ SAV
     ("SAV-1", "MUST", ("savepoints",), "savepoint target matrix",
      "initialize_location_for_savepoint puts the savepoint in a new directory directly below the "
-     "given target, which wins over the default savepoint directory, else below the default "
-     "(seed 001; Flink ACC7, T-BASE5).",
+     "given target, which wins over the default savepoint directory, else below the default; "
+     "a target at the root of the file system (memory:/// on the memory backend) holds the "
+     "savepoint's directory directly below the root (seed 001; Flink ACC7, T-BASE5).",
      ("seed 001", "ACC7", "T-BASE5")),
     ("SAV-2", "MUST", ("savepoints",), "no savepoint location",
      "has_default_savepoint_location() tells whether a default savepoint directory is "
@@ -862,7 +875,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "the metadata stream and the completed location behave as MD-4, MD-6 and MD-7 say for "
      "the others: tell() counts the bytes from 0 and the metadata_handle reads them back; "
      "after finalization `closed` is true, write() and a second finalization raise OSError or "
-     "ValueError and close() keeps the metadata_handle readable; resolve_handle() keeps the "
+     "ValueError and close() keeps the metadata_handle readable; close() without finalizing, "
+     "also repeated, leaves the stream `closed`, and write() and close_and_finalize_checkpoint() "
+     "then raise OSError or ValueError; resolve_handle() keeps the "
      "bytes of own, shared, task-owned and inline handles and raises ValueError for a "
      "relative handle whose relative_path is not one file name.",
      ("MEM3", "MD3", "MD4", "MD5", "H6")),
@@ -885,13 +900,16 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "dispose_on_failure() of an in-progress location removes its exclusive state from the "
      "backend (where file-layout is claimed, its chk-<n> directory holds no file afterwards), "
      "and shared-scope state written for it survives; where savepoints is claimed, the same "
-     "holds for a savepoint's location (its savepoint directory holds no file afterwards) "
-     "(Flink MD7, ACC12).",
+     "holds for a savepoint's location (its savepoint directory holds no file afterwards); on "
+     "S3 all of this holds too for a checkpoint directory at the bucket's top level whose name "
+     "starts with an 'X' or a space (Flink MD7, ACC12).",
      ("MD7", "ACC12")),
     ("DIS-2", "MUST", (), "completed checkpoints are removed",
      "dispose_storage_location() of a completed location, also one obtained from "
      "resolve_checkpoint on a fresh storage, removes the checkpoint's directory recursively "
-     "(_metadata, exclusive state, anything else below it), and the pointer no longer resolves: "
+     "(_metadata, exclusive state, anything else below it), also on S3 with a checkpoint "
+     "directory at the bucket's top level whose name starts with an 'X' or a space, and the "
+     "pointer no longer resolves: "
      "FileNotFoundError (Flink MD6, T-CCL1, FLINK-38909; Flink 2.3.0 still deletes "
      "non-recursively, a Flink bug that leaves chk-<n> directories behind, P4).",
      ("MD6", "T-CCL1", "P4")),

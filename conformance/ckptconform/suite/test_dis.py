@@ -107,6 +107,57 @@ def test_completed_checkpoints_are_removed(sandbox, target, via):
     )
 
 
+def _top_of_bucket(sandbox, first: str) -> str:
+    """A checkpoint directory at the top level of the sandbox's bucket whose name starts with
+    ``first`` (skips on backends other than S3)."""
+    if sandbox.backend.scheme != "s3":
+        pytest.skip(f"a bucket's top level applies to S3, not {sandbox.backend.name}")
+    bucket = sandbox.root.split("/")[2]
+    return f"s3://{bucket}/{first}{sandbox.root.rstrip('/').rsplit('/', 1)[1]}"
+
+
+@pytest.mark.clause("DIS-1")
+@pytest.mark.parametrize("first", ["X", " "], ids=["letter-X", "space"])
+def test_aborted_at_the_top_of_a_bucket(sandbox, target, first):
+    """DIS-1: on S3, with a checkpoint directory at the bucket's top level whose name starts
+    with an 'X' or a space, dispose_on_failure() removes the aborted checkpoint's exclusive
+    state."""
+    checkpoint_dir = _top_of_bucket(sandbox, first)
+    try:
+        drv = JobDriver(sandbox, checkpoint_dir=checkpoint_dir, **file_options(target))
+        drv.init_base()
+        aborted = drv.location(3)
+        exclusive = [write_state(drv.worker(3, aborted.location_reference), payload(5000, 3))]
+        aborted.dispose_on_failure()
+        msg = fail_message("DIS-1", "dispose_on_failure", sandbox, checkpoint_dir=checkpoint_dir)
+        assert _gone(sandbox, exclusive) == [], msg + "\nexclusive state files remain"
+        if "file-layout" in target.capabilities:
+            assert files_below(sandbox, drv.chk_dir(3)) == [], msg + "\nchk-3 still holds files"
+    finally:
+        sandbox.backend.remove(checkpoint_dir)
+
+
+@pytest.mark.clause("DIS-2")
+@pytest.mark.parametrize("first", ["X", " "], ids=["letter-X", "space"])
+def test_completed_at_the_top_of_a_bucket(sandbox, target, first):
+    """DIS-2: on S3, with a checkpoint directory at the bucket's top level whose name starts
+    with an 'X' or a space, dispose_storage_location() removes the checkpoint's directory
+    recursively."""
+    checkpoint_dir = _top_of_bucket(sandbox, first)
+    try:
+        drv = JobDriver(sandbox, checkpoint_dir=checkpoint_dir, **file_options(target))
+        drv.init_base()
+        completed, _ = drv.checkpoint(4, exclusive=[payload(5000, 4)])
+        pointer = completed.external_pointer
+        completed.dispose_storage_location()
+        left = files_below(sandbox, pointer)
+        assert left == [], fail_message(
+            "DIS-2", "dispose_storage_location", sandbox, pointer=pointer
+        ) + (f"\nfiles remain in the checkpoint directory: {left}")
+    finally:
+        sandbox.backend.remove(checkpoint_dir)
+
+
 @pytest.mark.clause("DIS-3")
 def test_disposal_is_confined(sandbox, target):
     """DIS-3: disposing one checkpoint never removes shared, task-owned or another's data."""

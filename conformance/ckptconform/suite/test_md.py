@@ -561,12 +561,30 @@ def test_resolve_handle(sandbox, target):
 @pytest.mark.clause("MD-10")
 def test_checkpoints_kept_in_memory(sandbox, target):
     """MD-10: on a storage made without a checkpoint directory, the metadata stream and the
-    completed location behave as for the others."""
+    completed location behave as for the others; close() without finalizing, also repeated,
+    leaves the stream closed, and write() and close_and_finalize_checkpoint() then raise."""
     drv = driver_with(sandbox, target, "none")
     drv.init_base()
     _check_finalization_result(sandbox, drv, [3, 0, 4000], "MD-10")
     _check_after_finalization(sandbox, drv, "MD-10")
+    _check_closed_without_finalization(sandbox, drv, "MD-10")
     _check_resolve_handle(sandbox, drv, "MD-10")
+
+
+def _check_closed_without_finalization(sandbox, drv, clause):
+    """close() without finalizing, twice: closed, and write() and a finalization then fail."""
+    stream = drv.location(7).create_metadata_output_stream()
+    stream.write(b"metadata seven")
+    stream.close()
+    stream.close()
+    require(stream.closed, clause, fail_message(clause, "closed after close()", sandbox))
+    expect_error(CLOSED_ERRORS, clause, "write after close()", lambda: stream.write(b"x"))
+    expect_error(
+        CLOSED_ERRORS,
+        clause,
+        "close_and_finalize_checkpoint after close()",
+        stream.close_and_finalize_checkpoint,
+    )
 
 
 @pytest.mark.clause("MD-8")

@@ -132,6 +132,61 @@ def test_pointer_resolves_in_every_spelling(sandbox, target, checkpoint_id, spel
     )
 
 
+def other_s3_spelling(pointer: str) -> str:
+    """``pointer`` with its scheme spelt the other way: ``s3://`` as ``s3a://`` and back."""
+    scheme, _, rest = pointer.partition("://")
+    return f"{'s3' if scheme.lower() == 's3a' else 's3a'}://{rest}"
+
+
+@pytest.mark.clause("PTR-2")
+def test_s3a_spelling(sandbox, target):
+    """PTR-2: on S3, the checkpoint directory spelt with s3a:// in place of s3:// reads the
+    same metadata bytes through the storage and a fresh storage."""
+    if sandbox.backend.scheme != "s3":
+        pytest.skip(f"the s3a:// spelling applies to S3, not {sandbox.backend.name}")
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    metadata = payload(1200, seed=9)
+    completed, _ = drv.checkpoint(12, metadata=metadata)
+    pointer = other_s3_spelling(completed.external_pointer)
+    for label, storage in (("storage", drv.storage), ("fresh storage", drv.fresh_storage())):
+        msg = fail_message("PTR-2", "resolve_checkpoint", sandbox, pointer=pointer, via=label)
+        with tagged("PTR-2", "resolve_checkpoint", sandbox, pointer=pointer, via=label):
+            loc = storage.resolve_checkpoint(pointer)
+            got = read_handle(loc.metadata_handle)
+        require(got == metadata, "PTR-2", msg + "\nmetadata bytes differ")
+
+
+@pytest.mark.clause("PTR-1", "PTR-3")
+def test_savepoints_on_the_local_file_system(sandbox, target, tmp_path):
+    """PTR-1: a storage whose checkpoint directory is on the backend under test and whose
+    default savepoint directory is a local directory resolves the pointers of both its
+    checkpoints and its savepoints; PTR-3: to the same external_pointer."""
+    if sandbox.backend.scheme == "file":
+        pytest.skip("the checkpoints lie on the local file system too")
+    if "savepoints" not in target.capabilities or "file" not in (target.schemes or {"file"}):
+        pytest.skip("the target takes no savepoints to the local file system")
+    drv = JobDriver(sandbox, savepoint_dir=tmp_path.as_uri(), **file_options(target))
+    drv.init_base()
+    checkpoint, _ = drv.checkpoint(5, metadata=b"checkpoint on the backend")
+    location = drv.access.initialize_location_for_savepoint(6, None)
+    savepoint = drv.finalize(location, b"savepoint on the local file system")
+    for completed, metadata in (
+        (checkpoint, b"checkpoint on the backend"),
+        (savepoint, b"savepoint on the local file system"),
+    ):
+        _resolves_everywhere(
+            sandbox,
+            "PTR-1",
+            "PTR-3",
+            drv,
+            completed.external_pointer,
+            completed,
+            metadata,
+            savepoint_dir=drv.savepoint_dir,
+        )
+
+
 @pytest.mark.clause("PTR-4")
 def test_other_jobs_and_places(sandbox, target):
     """PTR-4: pointers of another job and outside the own checkpoint directory resolve; two
@@ -172,6 +227,36 @@ def test_other_jobs_and_places(sandbox, target):
                 assert read_handle(loc.resolve_handle(handle)) == blob, fail_message(
                     "PTR-4", "resolve_handle", sandbox, via=label
                 )
+
+
+@pytest.mark.clause("PTR-4")
+def test_storages_with_one_directory(sandbox, target):
+    """PTR-4: a storage made with a checkpoint directory and no savepoint directory resolves
+    its checkpoints' pointers, through itself and another instance of the same configuration;
+    where in-memory-checkpoints and savepoints are claimed, so does a storage made with a
+    savepoint directory and no checkpoint directory for its savepoints' pointers."""
+    checkpoints = JobDriver(sandbox, savepoint_dir=None, **file_options(target))
+    checkpoints.init_base()
+    completed, _ = checkpoints.checkpoint(8, metadata=b"no savepoint directory")
+    cases = [(checkpoints, completed, b"no savepoint directory", "checkpoint_dir only")]
+    if {"in-memory-checkpoints", "savepoints"} <= set(target.capabilities):
+        savepoints = JobDriver(sandbox, checkpoint_dir=None, **file_options(target))
+        location = savepoints.access.initialize_location_for_savepoint(9, None)
+        savepoint = savepoints.finalize(location, b"no checkpoint directory")
+        cases.append((savepoints, savepoint, b"no checkpoint directory", "savepoint_dir only"))
+    for drv, done, metadata, made in cases:
+        for label, storage in (("storage", drv.storage), ("fresh storage", drv.fresh_storage())):
+            _resolves_to(
+                sandbox,
+                "PTR-4",
+                "PTR-4",
+                storage,
+                done.external_pointer,
+                done.external_pointer,
+                metadata,
+                made_with=made,
+                via=label,
+            )
 
 
 @pytest.mark.clause("PTR-5")

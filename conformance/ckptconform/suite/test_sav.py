@@ -24,6 +24,7 @@ from ckptconform.suite._driver import (
     payload,
     put_file,
     read_handle,
+    require,
     roundtrip,
     same_location,
     tagged,
@@ -91,6 +92,33 @@ def test_savepoint_target_matrix(sandbox, target, default, given):
         default=sandbox.savepoint_dir if default else None,
         pointer=completed.external_pointer,
     )
+
+
+@pytest.mark.clause("SAV-1", "PTR-3")
+def test_savepoint_at_the_root(sandbox, target):
+    """SAV-1: a savepoint whose target is the root of the memory file system (memory:///)
+    lies directly below the root; PTR-3: its pointer resolves to the same external_pointer."""
+    if sandbox.backend.scheme != "memory":
+        pytest.skip(f"a root target applies to the memory file system, not {sandbox.backend.name}")
+    drv = JobDriver(sandbox, **file_options(target))
+    completed, _ = take_savepoint(drv, "memory:///", scopes=())
+    pointer = completed.external_pointer
+    below_root = bool(sandbox.raw_path(pointer).strip("/"))
+    try:
+        msg = fail_message("SAV-1", "initialize_location_for_savepoint", sandbox, pointer=pointer)
+        require(below_root, "SAV-1", msg + "\nthe savepoint is the root itself")
+        require(same_location(sandbox, _parent(pointer), "memory:///"), "SAV-1", msg)
+        with tagged("PTR-3", "resolve_checkpoint", sandbox, pointer=pointer):
+            resolved = drv.fresh_storage().resolve_checkpoint(pointer).external_pointer
+        require(
+            resolved == pointer,
+            "PTR-3",
+            fail_message("PTR-3", "resolve_checkpoint", sandbox, pointer=pointer)
+            + f"\nexternal_pointer {resolved!r} != {pointer!r}",
+        )
+    finally:
+        if below_root:  # never the whole file system
+            sandbox.backend.remove(pointer)
 
 
 @pytest.mark.clause("SAV-2")
