@@ -109,7 +109,9 @@ OPTIONS: dict[str, Option] = {
             "storage_options",
             "Mapping[str, Any]",
             "fsspec-style connection settings; s3fs's keys on S3 legs: endpoint_url, key, "
-            "secret, token, client_kwargs (region_name, aws_session_token), and in BAD-8 "
+            "secret, token, client_kwargs (region_name, aws_session_token), "
+            "default_block_size (5 MiB in STR-6, STR-14 and BAD-10), in STR-14 "
+            "s3_additional_kwargs ({'ChecksumAlgorithm': 'SHA256'}), and in BAD-8 "
             "config_kwargs (proxies) and anon (unsigned requests); fsspec's sftp "
             "keys on the sftp leg: host, port, username, password and paramiko's "
             "disabled_algorithms (a mapping of a tuple and a list); {} on local and memory",
@@ -459,7 +461,14 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "s3fs uploads the state in several parts (a multipart upload) instead of one request, "
      "and where a ledger counts requests it does so: no PutObject of the state's key, and at "
      "least three UploadParts of at most 5 MiB of state each (s3fs's meaning of "
-     "default_block_size, which bounds the memory an upload holds); "
+     "default_block_size, which bounds the memory an upload holds); with the same "
+     "default_block_size, state written as five 3 MiB writes, and as writes of 5 MiB - 1 "
+     "bytes, 2 bytes and 3 MiB (writes that straddle the 5 MiB parts, one of them with a "
+     "single byte of room left in the first part), each write of other bytes, is written and "
+     "committed within 30 seconds and reads back byte for byte, and so are the five 3 MiB "
+     "writes with s3fs's s3_additional_kwargs {'ChecksumAlgorithm': 'SHA256'} in the "
+     "storage_options (every part then has a SHA256 checksum, which the completion of a "
+     "multipart upload repeats); "
      "where the target claims memory-limit, max_state_size is 32 MiB (Flink S5, S6: a "
      "stream writes its buffer out whenever it is full, whatever the state's size).",
      ("S5", "S6", "S13")),
@@ -920,7 +929,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("MD6", "MD7", "TO3")),
     ("DIS-4", "MUST", (), "deleting what is gone is not an error",
      "discard_state() of a handle whose file is already gone, and a second dispose of a "
-     "location, do not raise (Flink H2, FLINK-26450).",
+     "location, do not raise (Flink H2, FLINK-26450); on object stores with a request ledger "
+     "whose server carries out every DeleteObjects and then reports each of its keys with an "
+     "<Error> of code NoSuchKey (as S3-compatible servers report keys already gone), "
+     "dispose_on_failure of a location in progress and dispose_storage_location of a "
+     "completed checkpoint, each holding 2 exclusive state files, raise nothing and leave no "
+     "object in the directories of those files and of the _metadata.",
      ("H2", "T-FSH4", "P8")),
     ("DIS-5", "MUST", (), "discard deletes only its own file",
      "discard_state() removes the handle's file only: other files in the same directory survive, "
@@ -1359,7 +1373,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      ("MD6", "MD7", "decision")),
     ("REQ-11", "MUST", ("inline-state",), "disposal without multipart listings",
      "On an object store with a request ledger that answers every ListMultipartUploads with "
-     "501 NotImplemented, and again with 405 MethodNotAllowed (S3-compatible servers without "
+     "501 NotImplemented, again with 405 MethodNotAllowed, and again with a 501 without a "
+     "body (no error code, only the status; S3-compatible servers without "
      "that listing answer so), dispose_on_failure of a checkpoint location and "
      "dispose_storage_location of a completed checkpoint, each holding 3 exclusive state "
      "files, raise nothing and delete every object in the directories of those files and "

@@ -23,6 +23,7 @@ standard library.
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import random
 import re
@@ -349,8 +350,11 @@ class Fault:
     drop_connection: bool = False
     after_commit: bool = False
     rate: float = 1.0
-    #: a DeleteObjects answered 200 with an ``<Error>`` of ``code`` for every key (nothing deleted)
+    #: a DeleteObjects answered 200 with an ``<Error>`` of ``code`` for every key (nothing
+    #: deleted, or, with ``after_commit``, everything deleted all the same)
     per_key: bool = False
+    #: False: the error answer has no body (no XML, so a client sees only the status)
+    body: bool = True
     #: seconds the server hangs before it answers normally (a slow or stuck endpoint); a hang
     #: ends early when the faults are cleared
     delay: float = 0.0
@@ -372,6 +376,8 @@ class Fault:
         what = "dropped connection" if self.drop_connection else f"{self.status} {self.code}"
         if self.per_key:
             what = f"{self.code} for every key"
+        elif not self.body:
+            what = f"{self.status} without a body"
         if self.delay:
             what = f"answer delayed {self.delay:g} s"
         return f"{what} after commit" if self.after_commit else what
@@ -487,6 +493,7 @@ class RequestLedger:
         rate: float = 1.0,
         per_key: bool = False,
         delay: float = 0.0,
+        body: bool = True,
     ) -> Fault:
         """Answer the next ``times`` matching requests with an error (``None``: until cleared).
 
@@ -494,7 +501,10 @@ class RequestLedger:
         ``drop_connection``, a closed connection and no answer at all; ``after_commit`` lets the
         server carry the request out first. ``per_key`` (DeleteObjects only) answers 200 with a
         ``<DeleteResult>`` that reports an ``<Error>`` of ``code`` for every key of the request
-        and deletes nothing, as S3 does for objects it may not delete. ``delay`` makes the server
+        and deletes nothing, as S3 does for objects it may not delete; with ``after_commit`` the
+        server deletes the keys first (as servers that report keys already gone as
+        ``NoSuchKey`` answer). ``body=False`` sends the error answer's status and headers
+        without its XML body (a client then knows only the status). ``delay`` makes the server
         hang that many seconds and then answer normally (a stuck endpoint; ``clear_faults``
         ends every hang at once). ``rate`` hits only that
         share of the matching requests, at random (``seed``). Raw requests of the suite are
@@ -502,9 +512,11 @@ class RequestLedger:
         """
         if not 0.0 < rate <= 1.0:
             raise ValueError(f"rate must be in (0, 1], got {rate!r}")
-        if per_key and (drop_connection or after_commit):
-            raise ValueError("per_key answers the request: no dropped connection, no commit")
-        if delay < 0 or (delay and (per_key or drop_connection or after_commit)):
+        if per_key and drop_connection:
+            raise ValueError("per_key answers the request: no dropped connection")
+        if not body and (per_key or drop_connection):
+            raise ValueError("body=False is for error answers")
+        if delay < 0 or (delay and (per_key or drop_connection or after_commit or not body)):
             raise ValueError("delay is seconds >= 0 before a normal answer, alone")
         default_message = (
             SLOW_DOWN_MESSAGE if code == SLOW_DOWN_CODE else f"injected by ckptconform: {code}"
@@ -522,6 +534,7 @@ class RequestLedger:
             rate=rate,
             per_key=per_key,
             delay=float(delay),
+            body=body,
         )
         if per_key:
             fault = replace(fault, operation=frozenset({"DeleteObjects"}), status=200)
@@ -628,7 +641,10 @@ class RequestLedger:
             cleared.wait(fault.delay)
             return self._serve(replace(request, fault=fault.label), environ, start_response)
         if fault.per_key:
-            keys = re.findall(rb"<Key>(.*?)</Key>", _drain(environ), re.DOTALL)
+            sent = _drain(environ)
+            if fault.after_commit:
+                self._carry_out({**environ, "wsgi.input": io.BytesIO(sent)})
+            keys = re.findall(rb"<Key>(.*?)</Key>", sent, re.DOTALL)
             body = _delete_result(keys, fault)
             self._log_request(replace(request, fault=fault.label, status=200, bytes_out=len(body)))
             return _xml_answer(start_response, body)
@@ -821,14 +837,16 @@ def _error_response(
         f"<RequestId>ckptconform-{request_id}</RequestId></Error>"
     ).encode()
     reason = {500: "Internal Server Error", 503: "Service Unavailable"}.get(fault.status, "Error")
+    if request.method == "HEAD" or not fault.body:
+        body = b""
     headers = [
         ("Content-Type", "application/xml"),
-        ("Content-Length", "0" if request.method == "HEAD" else str(len(body))),
+        ("Content-Length", str(len(body))),
         ("x-amz-request-id", f"ckptconform-{request_id}"),
         ("Connection", "close"),
     ]
     start_response(f"{fault.status} {reason}", headers)
-    return [] if request.method == "HEAD" else [body]
+    return [body] if body else []
 
 
 def _xml(text: str) -> str:

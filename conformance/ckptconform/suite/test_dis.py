@@ -12,6 +12,7 @@ from ckptconform.suite._driver import (
     EXCLUSIVE,
     SHARED,
     JobDriver,
+    call_outcome,
     expect_error,
     fail_message,
     file_options,
@@ -202,6 +203,40 @@ def test_deleting_what_is_gone(sandbox, target):
     aborted = drv.location(6)
     aborted.dispose_on_failure()
     aborted.dispose_on_failure()
+
+
+@pytest.mark.clause("DIS-4")
+def test_keys_reported_gone_after_deletion(sandbox, target, ledger):
+    """DIS-4: where the server deletes the keys of each DeleteObjects and then reports every
+    one as NoSuchKey, dispose_on_failure of a location in progress and
+    dispose_storage_location of a completed checkpoint raise nothing and leave no object in
+    their directories."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    completed, written = drv.checkpoint(7, exclusive=[payload(5000, 7), payload(5000, 8)])
+    aborted = drv.location(8)
+    factory = drv.worker(8, aborted.location_reference)
+    pending = [drv.write(factory, payload(5000, seed)) for seed in (9, 10)]
+    handles = [*(h for h, _ in written), *pending, completed.metadata_handle]
+    directories = sorted({parent(str(file_path(h))) for h in handles if file_path(h)})
+    reported = ledger.inject(per_key=True, after_commit=True, code="NoSuchKey", times=None)
+    try:
+        with ledger.record() as rec:
+            outcomes = {
+                "dispose_on_failure": call_outcome(aborted.dispose_on_failure),
+                "dispose_storage_location": call_outcome(completed.dispose_storage_location),
+            }
+    finally:
+        ledger.clear_faults()
+    left = [f for d in directories for f in files_below(sandbox, d)]
+    msg = fail_message(
+        "DIS-4", "dispose while DeleteObjects reports every deleted key as NoSuchKey", sandbox
+    )
+    msg += "".join(f"\n{name}: {what}" for name, what in outcomes.items())
+    msg += f"\nobjects left: {left}\nDeleteObjects answered NoSuchKey: {reported.hits}"
+    msg += f"\n{rec.summary()}"
+    assert all(what == "returned" for what in outcomes.values()), msg
+    assert not left, msg
 
 
 @pytest.mark.clause("DIS-5")

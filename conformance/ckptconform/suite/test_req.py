@@ -665,14 +665,19 @@ def test_disposal_reports_what_it_could_not_delete(sandbox, target, ledger):
 
 @pytest.mark.clause("REQ-11")
 @pytest.mark.parametrize(
-    ("status", "code"), [(501, "NotImplemented"), (405, "MethodNotAllowed")], ids=["501", "405"]
+    ("status", "code", "body"),
+    [(501, "NotImplemented", True), (405, "MethodNotAllowed", True), (501, "", False)],
+    ids=["501", "405", "501-without-body"],
 )
-def test_disposal_without_upload_listings(sandbox, target, ledger, status, code):
-    """REQ-11: where the server does not implement ListMultipartUploads, dispose_on_failure
-    and dispose_storage_location still delete every object and raise nothing."""
+def test_disposal_without_upload_listings(sandbox, target, ledger, status, code, body):
+    """REQ-11: where the server does not implement ListMultipartUploads (answering with an
+    S3 error, or with a bare 501 and no body), dispose_on_failure and
+    dispose_storage_location still delete every object and raise nothing."""
     drv = JobDriver(sandbox, **file_options(target))
     pair = _disposable("REQ-11", drv, 3)
-    unlisted = ledger.inject("ListMultipartUploads", status=status, code=code, times=None)
+    unlisted = ledger.inject(
+        "ListMultipartUploads", status=status, code=code, times=None, body=body
+    )
     try:
         with ledger.record() as rec:
             outcomes = pair.dispose_all()
@@ -680,7 +685,7 @@ def test_disposal_without_upload_listings(sandbox, target, ledger, status, code)
         ledger.clear_faults()
     left = pair.left(sandbox)
     msg = fail_message(
-        "REQ-11", f"dispose while ListMultipartUploads is answered {status} {code}", sandbox
+        "REQ-11", f"dispose while ListMultipartUploads is answered {unlisted.label}", sandbox
     )
     msg += "".join(f"\n{name}: {what} after {s:.1f} s" for name, (what, s) in outcomes.items())
     msg += f"\nobjects left: {left}\nListMultipartUploads refused: {unlisted.hits}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import random
 from typing import Any
 
 import pytest
@@ -27,7 +28,10 @@ from ckptconform.suite._driver import (
     payload,
     read_handle,
     require,
+    tagged,
+    within,
     write_chunks,
+    write_state,
 )
 from ckptconform.suite._strategies import capped, chunkings
 
@@ -578,3 +582,84 @@ def _check_parts(requests: Any, raw_path: str, msg: str) -> None:
     assert not puts, msg + f"\nthe state went up in one PutObject:\n{shown}"
     assert len(parts) >= 3, msg + f"\nnot a multipart upload in parts:\n{shown}"
     assert max(parts) <= PART_BYTES, msg + f"\nparts beyond default_block_size:\n{shown}"
+
+
+#: STR-14's writes across the 5 MiB parts (default_block_size): a write that fills one part and
+#: begins the next, and one that leaves one byte of room in the first part; then, as the first
+#: chunking, with SHA256 checksums of the parts (s3fs's s3_additional_kwargs)
+STRADDLING = {
+    "five-3MiB-writes": ([3 * MIB] * 5, {}),
+    "5MiB-1-then-2-bytes-then-3MiB": ([5 * MIB - 1, 2, 3 * MIB], {}),
+    "sha256-part-checksums": (
+        [3 * MIB] * 5,
+        {"s3_additional_kwargs": {"ChecksumAlgorithm": "SHA256"}},
+    ),
+}
+
+#: seconds within which STR-14's straddling state is written and committed
+STRADDLING_SECONDS = 30
+
+
+@pytest.mark.clause("STR-14")
+@pytest.mark.parametrize("case", sorted(STRADDLING))
+def test_large_state_in_writes_across_parts(sandbox, target, case):
+    """STR-14: on S3 backends, with default_block_size 5 MiB, state written in writes that
+    straddle the 5 MiB parts (and, in one case, with SHA256 part checksums) reads back
+    identically."""
+    if sandbox.backend.scheme != "s3":
+        pytest.skip("parts of default_block_size exist on S3 backends only")
+    sizes, extra = STRADDLING[case]
+    options = file_options(target)
+    if "memory-limit" in target.capabilities:
+        options["max_state_size"] = 32 * MIB
+    block = {"default_block_size": 5 * MIB, **extra}
+    options["storage_options"] = {**sandbox.backend.storage_options, **block}
+    factory = _factory(JobDriver(sandbox, **options))
+    blob = _distinct_chunks(sizes)
+    outcome: list[Any] = []  # the handle, or what write_state raised
+
+    def write() -> None:
+        try:
+            outcome.append(write_state(factory, blob, sizes=sizes))
+        except Exception as exc:
+            outcome.append(exc)
+
+    finished = within(STRADDLING_SECONDS, write, name="ckptconform-STR-14")
+    if not finished:
+        _stop_runaway_upload(sandbox)
+    msg = fail_message(
+        "STR-14", f"state written as {case}", sandbox, sizes=sizes, storage_options=block
+    )
+    require(finished, "STR-14", msg + f"\nnot written and committed within {STRADDLING_SECONDS} s")
+    with tagged("STR-14", f"state written as {case}, read back", sandbox, sizes=sizes):
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        back = read_handle(outcome[0])
+    assert len(back) == len(blob), msg + f"\n{len(back)} bytes read back, {len(blob)} written"
+    assert back == blob, msg + f"\nthe first differing byte is at {_first_difference(back, blob)}"
+
+
+def _distinct_chunks(sizes: list[int]) -> bytes:
+    """Bytes for writes of ``sizes``: random, another seed for each write, so that a slice
+    dropped, repeated or moved within or across writes changes what reads back."""
+    return b"".join(random.Random(n).randbytes(size) for n, size in enumerate(sizes))
+
+
+def _first_difference(one: bytes, other: bytes) -> int:
+    """The offset of the first byte where ``one`` and ``other`` differ (or the shorter's end)."""
+    return next(
+        (
+            i
+            for i in range(0, min(len(one), len(other)), 4096)
+            if one[i : i + 4096] != other[i : i + 4096]
+        ),
+        min(len(one), len(other)),
+    )
+
+
+def _stop_runaway_upload(sandbox: Any) -> None:
+    """Refuse every further UploadPart, so that a writer still uploading parts after
+    STR-14's time is up stops (its thread cannot be killed) instead of filling the server."""
+    ledger = sandbox.backend.ledger
+    if ledger is not None:
+        ledger.inject("UploadPart", status=400, code="InvalidRequest", times=None)
