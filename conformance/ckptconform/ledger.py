@@ -358,6 +358,8 @@ class Fault:
     #: seconds the server hangs before it answers normally (a slow or stuck endpoint); a hang
     #: ends early when the faults are cleared
     delay: float = 0.0
+    #: the hang of ``delay`` comes after the answer's headers and the first byte of its body
+    stall_body: bool = False
     hits: int = 0
 
     def matches(self, request: Request) -> bool:
@@ -380,6 +382,8 @@ class Fault:
             what = f"{self.status} without a body"
         if self.delay:
             what = f"answer delayed {self.delay:g} s"
+            if self.stall_body:
+                what = f"body stalled {self.delay:g} s after its first byte"
         return f"{what} after commit" if self.after_commit else what
 
 
@@ -494,6 +498,7 @@ class RequestLedger:
         per_key: bool = False,
         delay: float = 0.0,
         body: bool = True,
+        stall_body: bool = False,
     ) -> Fault:
         """Answer the next ``times`` matching requests with an error (``None``: until cleared).
 
@@ -506,7 +511,8 @@ class RequestLedger:
         ``NoSuchKey`` answer). ``body=False`` sends the error answer's status and headers
         without its XML body (a client then knows only the status). ``delay`` makes the server
         hang that many seconds and then answer normally (a stuck endpoint; ``clear_faults``
-        ends every hang at once). ``rate`` hits only that
+        ends every hang at once); with ``stall_body`` the hang comes after the answer's headers
+        and the first byte of its body (a transfer that stops). ``rate`` hits only that
         share of the matching requests, at random (``seed``). Raw requests of the suite are
         never hit. Note that S3 clients retry 5xx answers on their own.
         """
@@ -518,6 +524,8 @@ class RequestLedger:
             raise ValueError("body=False is for error answers")
         if delay < 0 or (delay and (per_key or drop_connection or after_commit or not body)):
             raise ValueError("delay is seconds >= 0 before a normal answer, alone")
+        if stall_body and not delay:
+            raise ValueError("stall_body needs the seconds of the stall (delay)")
         default_message = (
             SLOW_DOWN_MESSAGE if code == SLOW_DOWN_CODE else f"injected by ckptconform: {code}"
         )
@@ -535,6 +543,7 @@ class RequestLedger:
             per_key=per_key,
             delay=float(delay),
             body=body,
+            stall_body=stall_body,
         )
         if per_key:
             fault = replace(fault, operation=frozenset({"DeleteObjects"}), status=200)
@@ -638,6 +647,9 @@ class RequestLedger:
         if fault.delay:
             with self._lock:
                 cleared = self._cleared
+            if fault.stall_body:
+                answer = self._serve(replace(request, fault=fault.label), environ, start_response)
+                return _stalled(answer, cleared, fault.delay)
             cleared.wait(fault.delay)
             return self._serve(replace(request, fault=fault.label), environ, start_response)
         if fault.per_key:
@@ -770,6 +782,19 @@ def _answered(request: Request, answer: dict[str, Any]) -> Request:
         if name.lower() == "content-length" and str(value).isdigit():
             size = int(value)
     return replace(request, status=status, bytes_out=0 if request.method == "HEAD" else size)
+
+
+def _stalled(body: Iterable[bytes], cleared: threading.Event, seconds: float) -> Iterator[bytes]:
+    """``body`` with a hang of ``seconds`` after its first byte (setting ``cleared`` ends it)."""
+    try:
+        data = b"".join(body)
+    finally:
+        close = getattr(body, "close", None)
+        if callable(close):
+            close()
+    yield data[:1]
+    cleared.wait(seconds)
+    yield data[1:]
 
 
 def _drain(environ: dict[str, Any]) -> bytes:

@@ -394,6 +394,49 @@ def test_an_operation_keeps_to_its_retry_budget(sandbox, target, ledger, attempt
         )
 
 
+#: (retry_attempts, retry_seconds) of REQ-6's read whose transfer stops after its first byte
+STALLED_READ_CASES = ((2, 4.0), (None, 4.0))
+
+
+@pytest.mark.clause("REQ-6")
+@pytest.mark.parametrize(("attempts", "seconds"), STALLED_READ_CASES)
+def test_a_read_whose_transfer_stops_keeps_to_its_retry_budget(
+    sandbox, target, ledger, attempts, seconds
+):
+    """REQ-6: with retry_seconds S (with retry_attempts 2, and alone), reading a file-backed
+    handle while every GetObject's answer stops after the first byte of its body (for 60
+    seconds) fails with an OSError within S + 5 seconds."""
+    budget = {"retry_attempts": attempts, "retry_seconds": seconds}
+    coord = _coordinator(sandbox, target, 1, **{k: v for k, v in budget.items() if v is not None})
+    bound = seconds + 5
+    with tagged("REQ-6", "initialize the checkpoint", sandbox):
+        coord.init_base()
+        location = coord.checkpoint_location(1)
+        factory = coord.access.resolve_checkpoint_storage_location(1, location.location_reference)
+    close = _ClosingRun(factory, payload(THRESHOLD * 8, 7))
+    close.run(bound)
+    msg = fail_message(
+        "REQ-6",
+        "read a handle while GetObject's body stops after its first byte",
+        sandbox,
+        retry_attempts=attempts,
+        retry_seconds=seconds,
+    )
+    assert close.outcome == "returned", msg + f"\nwriting the state: {close.outcome}"
+    ledger.inject("GetObject", delay=60, stall_body=True, times=None)
+    box: dict[str, str] = {}
+    started = time.monotonic()
+    finished = within(
+        bound + 1, lambda: box.update(outcome=call_outcome(lambda: read_handle(close.handle)))
+    )
+    took = time.monotonic() - started
+    ledger.clear_faults()  # ends the stalls; an abandoned read then finishes
+    outcome = box["outcome"] if finished else f"still running after {took:.0f} s"
+    msg += f"\noutcome after {took:.1f} s: {outcome}"
+    assert outcome.startswith("OSError"), msg
+    assert took <= bound, msg
+
+
 @pytest.mark.clause("REQ-6")
 def test_a_budget_in_the_client_options_is_kept(sandbox, target, backend, ledger):
     """REQ-6: with botocore's own retry setting in config_kwargs (retries max_attempts 0) and
