@@ -47,6 +47,7 @@ from typing import IO, Any, BinaryIO, NoReturn, cast
 from urllib.parse import urlsplit
 
 from ckptstore.errors import (
+    ArgumentOutOfRangeError,
     CheckpointFileExistsError,
     CheckpointIOError,
     CheckpointNotFoundError,
@@ -443,12 +444,24 @@ class _GuardedReader(io.BufferedIOBase):
 
     def seek(self, offset: int, whence: int = 0, /) -> int:
         """The reader's seek; the new position also where it returns None (paramiko's SFTP
-        files do), as ``io`` promises."""
+        files do), as ``io`` promises.
+
+        A seek to before the start raises ``ArgumentOutOfRangeError`` (a ``ValueError``, as
+        ``io`` raises for a negative position) and leaves the position where it was: paramiko's
+        SFTP files accept any position and would read from it later."""
         try:
+            before = self._inner.tell()
             position = self._inner.seek(offset, whence)
-            return int(self._inner.tell() if position is None else position)
+            landed = int(self._inner.tell() if position is None else position)
+            if landed < 0:
+                self._inner.seek(before)
         except Exception as exc:
             self._fail(exc)
+        if landed < 0:
+            raise ArgumentOutOfRangeError(
+                f"negative seek position {landed} on the reader of {self._path.shown}"
+            )
+        return landed
 
     def tell(self) -> int:
         return int(self._inner.tell())

@@ -172,6 +172,37 @@ def test_guarded_reader_translates_read_failures_and_delegates_the_rest() -> Non
     assert ok.closed
 
 
+class _AnyPosition(io.BytesIO):
+    """Seeks like paramiko's SFTP files: any position is taken, even a negative one, and
+    seek() returns None."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.position = 0
+
+    def seek(self, offset: int, whence: int = 0, /) -> None:  # type: ignore[override]
+        size = len(self.getvalue())
+        self.position = (0, self.position, size)[whence] + offset
+
+    def tell(self) -> int:
+        return self.position
+
+
+@pytest.mark.parametrize(
+    ("offset", "whence"), [(-1, io.SEEK_SET), (-6, io.SEEK_CUR), (-11, io.SEEK_END)]
+)
+def test_guarded_reader_refuses_a_position_before_the_start(offset: int, whence: int) -> None:
+    """A seek to before the start raises a ValueError (as io does) and moves nothing, also
+    where the file system's reader would take the position (paramiko's)."""
+    reader = guarded_reader(_AnyPosition(b"abcdefghij"), PATH, None)
+    assert reader.seek(4) == 4  # paramiko's None: the position comes from tell()
+    with pytest.raises(ValueError, match="negative seek position -") as caught:
+        reader.seek(offset, whence)
+    assert isinstance(caught.value, InvalidArgumentError)
+    assert reader.tell() == 4
+    assert reader.seek(-2, io.SEEK_END) == 8
+
+
 def test_causal_chain_follows_causes_then_contexts_once_each() -> None:
     """The chain that is_unreachable and the S3 error-code lookups walk; a cycle ends it."""
     inner = ConnectionRefusedError("refused")

@@ -469,7 +469,7 @@ def test_input_streams_seek_and_tell(sandbox, target):
 def test_input_streams_read_into_buffers(sandbox, target):
     """STR-13 (SHOULD): the input stream fills a buffer with readinto() and reads with
     read1(); it seeks relative to the position and to the end, and read(None) and read(-1)
-    return the rest."""
+    return the rest; seek(-1) is refused."""
     for handle, blob in _read_back_handles(sandbox, target):
         msg = fail_message("STR-13", "readinto() on open_input_stream()", sandbox, handle=handle)
         with handle.open_input_stream() as source:
@@ -482,7 +482,8 @@ def test_input_streams_read_into_buffers(sandbox, target):
             piece = source.read1(16)
             assert 0 < len(piece) <= 16, msg + f"\nread1(16) returned {len(piece)} bytes"
             assert piece == blob[5 + count : 5 + count + len(piece)], msg + "\nread1()'s bytes"
-        _seeks_as_io_does(handle, blob, msg)
+        seeks = fail_message("STR-13", "seek() on open_input_stream()", sandbox, handle=handle)
+        _seeks_as_io_does(handle, blob, seeks)
     _removed_state_is_missing_to_every_read(sandbox, target)
 
 
@@ -512,17 +513,42 @@ def _removed_state_is_missing_to_every_read(sandbox: Any, target: Any) -> None:
 
 
 def _seeks_as_io_does(handle: Any, blob: bytes, msg: str) -> None:
-    """STR-13: seek() relative to the position and to the end, and read() of the rest with
-    None and -1, as io.BufferedIOBase does."""
+    """STR-13: seek() relative to the position (forwards and back) and to the end lands where
+    io.BufferedIOBase does: the returned position, tell() and the next read agree; read()
+    returns the rest with None and -1; a negative absolute position is refused."""
     size = len(blob)
     with handle.open_input_stream() as source:
         source.seek(min(3, size))
         where = source.seek(2, io.SEEK_CUR)
         assert where == min(3, size) + 2 == source.tell(), msg + f"\nseek(2, SEEK_CUR): {where}"
         assert source.read(None) == blob[where:], msg + "\nread(None) after seek(2, SEEK_CUR)"
+        source.seek(10)
+        where = source.seek(-4, io.SEEK_CUR)
+        assert where == 6 == source.tell(), msg + f"\nseek(-4, SEEK_CUR) from 10: {where}"
+        assert source.read(3) == blob[6:9], msg + "\nread(3) after seek(-4, SEEK_CUR) from 10"
         where = source.seek(-min(7, size), io.SEEK_END)
-        assert where == size - min(7, size), msg + f"\nseek(-7, SEEK_END) returned {where}"
+        assert where == size - min(7, size) == source.tell(), (
+            msg + f"\nseek(-7, SEEK_END) returned {where}, tell() {source.tell()}"
+        )
         assert source.read(-1) == blob[where:], msg + "\nread(-1) after seek(-7, SEEK_END)"
+    _refuses_negative_position(handle, blob, msg)
+
+
+def _refuses_negative_position(handle: Any, blob: bytes, msg: str) -> None:
+    """STR-13: seek(-1) raises ValueError or OSError, as Python's files do, and the stream
+    stays where it was: a reader that accepted it would read from before the state's start
+    (or fail later, far from the bad seek)."""
+    with handle.open_input_stream() as source:
+        source.seek(5)
+        try:
+            landed = source.seek(-1)
+        except (ValueError, OSError):
+            landed = None
+        assert landed is None, (
+            msg + f"\nseek(-1) from 5 returned {landed!r} instead of raising ValueError or OSError"
+        )
+        assert source.tell() == 5, msg + f"\ntell() after the refused seek(-1): {source.tell()}"
+        assert source.read(4) == blob[5:9], msg + "\nread(4) after the refused seek(-1)"
 
 
 MIB = 1024 * 1024
