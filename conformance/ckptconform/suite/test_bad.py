@@ -78,6 +78,7 @@ from ckptconform.suite._driver import (
     read_handle,
     require,
     same_location,
+    second_route,
     tagged,
     within,
     write_state,
@@ -950,6 +951,88 @@ def test_reprs_are_text_without_the_backends_secret(sandbox, target, backend):
     assert not watch.leaks, report(
         "BAD-8", "reprs and errors with the backend's settings", watch.leaks, watch.steps,
         "steps",
+    )  # fmt: skip
+
+
+def _watch_formatted_records(watch: SecretWatch, records: list[logging.LogRecord]) -> None:
+    """Like :func:`_watch_records`, but a record whose getMessage() raises is a finding: the
+    handler that formats it would print a traceback in its place."""
+    for record in records:
+        try:
+            text = record.getMessage()
+        except Exception as exc:
+            watch.leaks.append(f"  log record of {record.name}: getMessage() of a "
+                               f"{record.levelname} record raised {type(exc).__name__}: "
+                               f"{show(str(exc), 120)}")  # fmt: skip
+            continue
+        watch.text(f"log record of {record.name}", f"a {record.levelname} record", text)
+
+
+def _recover_lost_answer_and_unlisted_uploads(drv: JobDriver, ledger: Any) -> None:
+    """REQ-4's fault (the first PutObject of _metadata committed, its answer lost) at the
+    finalization of checkpoint 1, then REQ-11's (ListMultipartUploads answered 501) at its
+    disposal; both are recovered from, so both calls must succeed."""
+    with tagged("BAD-8", "finalize while the answer to _metadata's PutObject is lost"):
+        drv.init_base()
+        location = drv.location(1)
+        ledger.inject(
+            "PutObject", drop_connection=True, after_commit=True, times=1, key_contains="_metadata"
+        )
+        try:
+            completed = drv.finalize(location, b"metadata of a lost answer")
+        finally:
+            ledger.clear_faults()
+    with tagged("BAD-8", "dispose while ListMultipartUploads is answered 501"):
+        ledger.inject("ListMultipartUploads", status=501, code="NotImplemented", times=None)
+        try:
+            completed.dispose_storage_location()
+        finally:
+            ledger.clear_faults()
+
+
+def _finalize_where_conditional_writes_are_ignored(
+    sandbox: Any, target: Any, backend: Any, storage_options: dict[str, Any]
+) -> None:
+    """A checkpoint finalized through a second route to the server, one that the storage has
+    not used yet, which ignores conditional writes (what MD-3 asks a storage to notice)."""
+    with (
+        second_route(backend) as route,
+        route.ledger.ignoring_conditional_writes(),
+        tagged("BAD-8", "finalize where conditional writes are ignored"),
+    ):
+        routed = {**storage_options, "endpoint_url": route.url}
+        drv = JobDriver(sandbox, storage_options=routed, **file_options(target))
+        drv.init_base()
+        drv.finalize(drv.location(2), b"metadata where conditional writes are ignored")
+
+
+@pytest.mark.clause("BAD-8")
+@pytest.mark.backend_traits(object_store=True, any_credentials=True, ledger=True)
+def test_no_secret_in_the_records_of_recovered_faults(sandbox, target, backend, ledger):
+    """BAD-8: with a secret key and session token in the storage options, the records of the
+    implementation's own loggers, at every level, while it recovers from a lost answer, an
+    unimplemented ListMultipartUploads and a server that ignores conditional writes, are
+    formatted without error and show neither secret."""
+    secret = f"ckptconform-secret-{random_name(12)}"
+    token = f"ckptconform-token-{random_name(12)}"
+    watch = SecretWatch([secret, token])
+    base = dict(backend.storage_options)
+    with_secrets = {
+        **base,
+        "key": f"ckptconform-key-{random_name(8)}",
+        "secret": secret,
+        "client_kwargs": {**base.get("client_kwargs", {}), "aws_session_token": token},
+    }
+    with tagged("BAD-8", "make_storage with a secret key and session token"):
+        drv = JobDriver(sandbox, storage_options=with_secrets, **file_options(target))
+    with own_log_records(target, drv.storage) as records:
+        _recover_lost_answer_and_unlisted_uploads(drv, ledger)
+        _finalize_where_conditional_writes_are_ignored(sandbox, target, backend, with_secrets)
+        _watch_formatted_records(watch, records)
+    levels = sorted({record.levelname for record in records})
+    assert not watch.leaks, report(
+        "BAD-8", "log records while faults are recovered from, with secrets configured",
+        watch.leaks, len(records), f"record(s) of the implementation's own loggers {levels}",
     )  # fmt: skip
 
 
