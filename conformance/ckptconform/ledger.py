@@ -713,13 +713,7 @@ class RequestLedger:
             return lambda data: None
 
         try:
-            parts = self.app(environ, capture)  # type: ignore[misc]
-            try:
-                body = b"".join(parts)
-            finally:
-                close = getattr(parts, "close", None)
-                if callable(close):
-                    close()
+            body = _joined(self.app(environ, capture))  # type: ignore[misc]
         except BaseException:
             self._log_request(request)
             raise
@@ -784,14 +778,19 @@ def _answered(request: Request, answer: dict[str, Any]) -> Request:
     return replace(request, status=status, bytes_out=0 if request.method == "HEAD" else size)
 
 
-def _stalled(body: Iterable[bytes], cleared: threading.Event, seconds: float) -> Iterator[bytes]:
-    """``body`` with a hang of ``seconds`` after its first byte (setting ``cleared`` ends it)."""
+def _joined(parts: Iterable[bytes]) -> bytes:
+    """A WSGI answer's whole body, its iterable closed as PEP 3333 asks."""
     try:
-        data = b"".join(body)
+        return b"".join(parts)
     finally:
-        close = getattr(body, "close", None)
+        close = getattr(parts, "close", None)
         if callable(close):
             close()
+
+
+def _stalled(body: Iterable[bytes], cleared: threading.Event, seconds: float) -> Iterator[bytes]:
+    """``body`` with a hang of ``seconds`` after its first byte (setting ``cleared`` ends it)."""
+    data = _joined(body)
     yield data[:1]
     cleared.wait(seconds)
     yield data[1:]
