@@ -79,12 +79,15 @@ class RunState:
     required: set[str]
     leg_skips: dict[str, str]
     strict_should: bool
+    first_failure_per_clause: bool
     report_dir: str | None
     profile: str
     suite: Path
     recorder: Any
     started: str = field(default_factory=lambda: _now())
     document: dict[str, Any] | None = None
+    #: With ``--first-failure-per-clause``: each failed clause and the test that failed it.
+    failed_in: dict[str, str] = field(default_factory=dict)
     report_paths: tuple[Path, Path] | None = None
 
 
@@ -157,6 +160,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="a failing SHOULD clause fails the run (default: reported as WARN)",
+    )
+    group.addoption(
+        "--first-failure-per-clause",
+        action="store_true",
+        default=False,
+        help="once a clause has failed, skip its remaining tests (each skip names the failing "
+        "test): a quick verdict per clause; tests that check another clause still run",
     )
 
 
@@ -277,6 +287,7 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         required=required,
         leg_skips=leg_skips,
         strict_should=bool(config.getoption("strict_should")),
+        first_failure_per_clause=bool(config.getoption("first_failure_per_clause")),
         report_dir=config.getoption("conformance_report"),
         profile=profile,
         suite=suite_dir(),
@@ -596,17 +607,41 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return report
     # a known failure that failed as declared is blamed like a failure (its report is xfailed)
     declared = getattr(report, "wasxfail", None) is not None and report.skipped
+    named: list[str] = []
     if (report.failed or declared) and call.excinfo is not None:
-        named = clauses_of(call.excinfo.value)
+        named = list(clauses_of(call.excinfo.value))
         if named:
             report.user_properties.append((PROP_FAILED, " ".join(named)))
     if report.failed:
+        if state.first_failure_per_clause:
+            _remember_failure(item, state, named)
         report.sections.append(("ckptconform", _failure_section(item, state)))
         if report.when == "call" and item.stash.get(_KIND, "") == "should":
             # A failing SHOULD clause is a warning: reported as xfailed, it does not fail the run.
             report.outcome = "skipped"
             report.wasxfail = "SHOULD clause failed (WARN; --strict-should makes it fail)"
     return report
+
+
+def _remember_failure(item: pytest.Item, state: RunState, named: list[str]) -> None:
+    """Note the clauses a failed test failed (``--first-failure-per-clause``): those its
+    failure named, else all of its clauses (as the report blames them)."""
+    ids = _marker_args(item, "clause")
+    blamed = [cid for cid in named if cid in ids] or ids
+    for cid in blamed:
+        state.failed_in.setdefault(cid, item.nodeid)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """With ``--first-failure-per-clause``, skip a test whose clauses have all failed."""
+    state = item.config.stash.get(_STATE, None)
+    if state is None or not state.first_failure_per_clause:
+        return
+    ids = _marker_args(item, "clause")
+    if ids and all(cid in state.failed_in for cid in ids):
+        where = "; ".join(f"{cid} failed in {state.failed_in[cid]}" for cid in ids)
+        pytest.skip(f"--first-failure-per-clause: {where}")
 
 
 def _failure_section(item: pytest.Item, state: RunState) -> str:

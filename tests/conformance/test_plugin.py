@@ -157,6 +157,34 @@ def test_should_failure_alone_does_not_fail_the_run(outcomes):
     assert report["clauses"][SHOULD]["status"] == "WARN"
 
 
+def test_first_failure_per_clause_skips_the_failed_clauses_rest(outcomes):
+    """--first-failure-per-clause: a clause's later tests are skipped once it failed (the skip
+    names where); the clause stays FAIL (or WARN), and other clauses' tests still run."""
+    write_target(outcomes)
+    run, report = _run(
+        outcomes,
+        "--impl=fake_target",
+        "--backend=local,memory",
+        "--first-failure-per-clause",
+        "-k",
+        "test_fails or test_passes or test_should",
+        "test_outcomes.py",
+    )
+    tests = _tests_by_id(report)
+    assert tests["test_fails[local]"]["status"] == "FAIL"
+    assert tests["test_fails[memory]"]["status"] == "SKIP"
+    assert tests["test_fails[memory]"]["message"] == (
+        f"--first-failure-per-clause: {MUST2} failed in test_outcomes.py::test_fails[local]"
+    )
+    assert tests["test_should_fails[local]"]["status"] == "WARN"
+    assert tests["test_should_fails[memory]"]["status"] == "SKIP"
+    assert tests["test_passes[memory]"]["status"] == "PASS"
+    assert tests["test_passes[local]"]["status"] == "PASS"
+    assert report["clauses"][MUST2]["status"] == "FAIL"
+    assert report["clauses"][SHOULD]["status"] == "WARN"
+    assert run.returncode == 1, run
+
+
 def test_known_failures_are_strict_xfail(outcomes):
     write_target(outcomes, known_failures={MUST2: "not done yet", MUST: "also known"})
     run, report = _run(
