@@ -77,6 +77,9 @@ def matrix_text(markdown: str) -> str:
     return "\n".join(keep).strip()
 
 
+_ALREADY_IMPORTED = "Module already imported so cannot be rewritten; ckptconform"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns pytest's exit code (or a subcommand's)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -100,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report_dir = Path(options.report_dir).resolve()
     args = [f"--impl={options.impl}", f"--conformance-report={report_dir}"]
+    # this process imported ckptconform before pytest could mark the plugin for assertion
+    # rewriting; pytest-xdist's controller says so (the suite's own modules are rewritten)
+    args += ["-W", f"ignore:{_ALREADY_IMPORTED}:pytest.PytestAssertRewriteWarning"]
     if options.backend:
         args.append(f"--backend={options.backend}")
     args += list(pytest_args)
