@@ -298,6 +298,8 @@ class EntropyCase:
     #: backend's bucket)
     bucket: str | None = None
     create_subdir: bool = True
+    #: whether the storage has a default savepoint directory (the sandbox's)
+    savepoints: bool = True
 
 
 #: LAY-8's checkpoint paths: the key a whole segment, inside one, twice; alone below a bucket of
@@ -315,6 +317,7 @@ ENTROPY_CASES = (
         EntropyCase("entkey", 3, key="entkey", below="cp", bucket="ckpt-entkey-"),
         id="key-in-the-bucket-name",
     ),
+    pytest.param(EntropyCase("_entropy_", 4, savepoints=False), id="no-savepoint-directory"),
 )
 
 
@@ -334,7 +337,8 @@ def _entropy_root(sandbox, backend, case: EntropyCase) -> Iterator[str]:
 @pytest.mark.parametrize("case", ENTROPY_CASES)
 def test_entropy_never_reaches_the_store(sandbox, target, backend, case):
     """LAY-8: with an entropy key (a whole segment of the path, inside one, twice, alone below
-    a bucket with create_subdir=False, or also in the bucket's name), no written path has the
+    a bucket with create_subdir=False, also in the bucket's name, or in a storage without a
+    default savepoint directory), no written path has the
     key where it was first (nor, where a ledger counts them, any request); the pointer has it
     removed; the bucket stays as named; both disposals work with it."""
     with _entropy_root(sandbox, backend, case) as root:
@@ -348,6 +352,8 @@ def _check_entropy(sandbox, target, backend, case: EntropyCase, root: str) -> No
     base = join(root, segment, *below)
     literal = segment.count(key) - 1  # only the first occurrence is the entropy's (E3)
     flat = {} if case.create_subdir else {"create_subdir": False}  # needs flat-layout
+    if not case.savepoints:
+        flat["savepoint_dir"] = None
     inputs = {"key": key, "checkpoint_dir": base, "entropy_length": length, **flat}
     ledger = backend.ledger
     with (
