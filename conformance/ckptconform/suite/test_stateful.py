@@ -32,6 +32,7 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    initialize,
     invariant,
     precondition,
     rule,
@@ -202,10 +203,33 @@ class CheckpointMachine(RuleBasedStateMachine):
             elif file_path(handle):
                 self.removed.append((file_path(handle), "DIS-1"))
 
+    @initialize()
+    def dispose_a_checkpoint_with_state(self) -> None:
+        """Each run starts by disposing a completed checkpoint that holds exclusive state (a
+        file where inline-state is claimed), so that DIS-2's recursive removal is checked
+        whatever steps the run draws next (a short random run may draw no disposal)."""
+        cid, self.next_id = self.next_id, self.next_id + 1
+        blob = payload(200, seed=7 * cid)
+        note(f"checkpoint {cid} with exclusive state, disposed first")
+        with self._step("DIS-2", "a checkpoint with exclusive state", checkpoint_id=cid):
+            location = self.drv.location(cid)
+            factory = self.drv.worker(cid, location.location_reference)
+            handle = write_state(factory, blob, EXCLUSIVE, [len(blob)])
+            metadata = pickle.dumps([handle])
+            completed = self.drv.finalize(location, metadata)
+        written = [(handle, blob, str(EXCLUSIVE))]
+        pointer = completed.external_pointer
+        self.completed[pointer] = Completed(pointer, metadata, written, completed)
+        self._dispose(pointer, via_restore=False)
+
     @precondition(lambda self: bool(self.completed))
     @rule(data=st.data(), via_restore=st.booleans())
     def dispose(self, data: Any, via_restore: bool) -> None:
-        pointer = data.draw(st.sampled_from(sorted(self.completed)), label="pointer")
+        self._dispose(
+            data.draw(st.sampled_from(sorted(self.completed)), label="pointer"), via_restore
+        )
+
+    def _dispose(self, pointer: str, via_restore: bool) -> None:
         entry = self.completed.pop(pointer)
         note(f"dispose {pointer} ({'resolved anew' if via_restore else 'as finalized, pickled'})")
         self.last = ("DIS-3", f"dispose {pointer}")
