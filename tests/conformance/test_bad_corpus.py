@@ -41,6 +41,7 @@ from ckptconform.suite._bad_inputs import (
     VALUE,
     bad_values,
     dot_segments,
+    dotted_authorities,
     escapes,
     expectation,
     file_url_with_host,
@@ -281,6 +282,21 @@ def test_hostile_references_include_one_byte():
 )
 def test_file_url_with_host(pointer, spelt):
     assert file_url_with_host(pointer) == spelt
+
+
+@pytest.mark.parametrize(
+    ("pointer", "spelt"),
+    [
+        ("s3://bucket/a/chk-1", ["s3://./bucket/a/chk-1", "s3://../bucket/a/chk-1"]),
+        ("s3a://bucket", ["s3a://./bucket", "s3a://../bucket"]),
+        ("file:///tmp/a/chk-1", []),
+        ("memory:///a/chk-1", []),
+        ("/tmp/a/chk-1", []),
+        ("s3:///a", []),
+    ],
+)
+def test_dotted_authorities(pointer, spelt):
+    assert dotted_authorities(pointer) == spelt
 
 
 def test_savepoint_targets():

@@ -63,6 +63,7 @@ __all__ = [
     "PointerCase",
     "bad_values",
     "dot_segments",
+    "dotted_authorities",
     "escapes",
     "expectation",
     "file_url_with_host",
@@ -756,6 +757,18 @@ def file_url_with_host(pointer: str) -> str | None:
     if not first or not below:
         return None
     return f"file://{path[1:]}"
+
+
+def dotted_authorities(pointer: str) -> list[str]:
+    """An object-store ``pointer`` (``s3://bucket/key``) with '.' and then '..' put in as its
+    authority before the bucket (``s3://./bucket/key``, ``s3://../bucket/key``); empty for a
+    pointer that names no authority. '.' and '..' are no bucket: Flink's Path normalises only
+    the path after the authority, and a request for such a bucket may reach the real one once
+    an HTTP layer normalises the request's path."""
+    scheme, sep, rest = pointer.partition("://")
+    if not sep or scheme in ("file", "memory") or not rest or rest.startswith("/"):
+        return []
+    return [f"{scheme}://{dots}/{rest}" for dots in (".", "..")]
 
 
 #: Savepoint targets that name no usable directory: refused at initialize_location_for_savepoint

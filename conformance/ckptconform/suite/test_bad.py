@@ -47,6 +47,7 @@ from ckptconform.suite._bad_inputs import (
     PointerCase,
     bad_values,
     dot_segments,
+    dotted_authorities,
     expectation,
     file_url_with_host,
     fixed_cases,
@@ -382,6 +383,38 @@ def test_hostile_pointers(world):
     ]
     assert not failures, report(
         "BAD-4", "hostile-pointer corpus", failures, 2 * len(checks), root=world.sandbox.root
+    )
+
+
+@pytest.mark.clause("BAD-4")
+@pytest.mark.backend_traits(object_store=True, ledger=True)
+def test_dot_buckets_send_no_request(world, ledger):
+    """BAD-4: chk-1's pointer with '.' or '..' put before its bucket (s3://../<bucket>/...) is
+    refused with a typed error before any request reaches the server."""
+    pointers = dotted_authorities(world.completed.external_pointer)
+    if not pointers:
+        pytest.skip(f"chk-1's pointer names no bucket: {world.completed.external_pointer!r}")
+    failures = []
+    for pointer in pointers:
+        for via, resolver in _resolvers(world):
+            where = f"  {via}.resolve_checkpoint({pointer!r})"
+            with ledger.record() as rec:
+                try:
+                    location = resolver.resolve_checkpoint(pointer)
+                except POINTER_ERRORS as exc:
+                    outcome = f"raised {type(exc).__name__}"
+                except Exception as exc:
+                    failures.append(f"{where}: raised {type(exc).__name__}: {show(str(exc), 160)}")
+                    continue
+                else:
+                    outcome = f"resolved to {location.external_pointer!r}"
+                    failures.append(
+                        f"{where}: {outcome}, but '{pointer.split('/')[2]}' is no bucket"
+                    )
+            if len(rec):
+                failures.append(f"{where}: {outcome} after sending {rec.summary(5)}")
+    assert not failures, report(
+        "BAD-4", "pointers with '.' or '..' as their bucket", failures, 2 * len(pointers)
     )
 
 
