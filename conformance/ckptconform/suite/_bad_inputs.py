@@ -244,6 +244,20 @@ class _Opaque:
 _OPAQUE = _Opaque()
 
 
+class _Unprintable:
+    """An object whose str() raises: a storage that formats a pointer before it checks the
+    pointer's type fails with that error instead of a TypeError."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("[BAD-1] str() of a pointer that is no string")
+
+    def __repr__(self) -> str:
+        return "<object whose str() raises>"
+
+
+_UNPRINTABLE = _Unprintable()
+
+
 class _MalformedHandle:
     """An object with the state handle's methods and a malformed attribute; the suite never
     lets it be read or discarded."""
@@ -288,10 +302,11 @@ _POINTER_TYPES: tuple[Any, ...] = (
     5,
     1.5,
     _OPAQUE,
+    _UNPRINTABLE,
     ["/x"],
     DEFAULT_REF,
 )
-_TARGET_TYPES: tuple[Any, ...] = (b"/x", 5, 1.5, _OPAQUE, ["/x"], DEFAULT_REF)
+_TARGET_TYPES: tuple[Any, ...] = (b"/x", 5, 1.5, _OPAQUE, _UNPRINTABLE, ["/x"], DEFAULT_REF)
 _REFERENCES: tuple[Any, ...] = (
     None, b"abc", "x", "(default)", 1, bytearray(b"x"), _OPAQUE, _SOME_JOB, EXCLUSIVE,
     REFERENCE_MAGIC_NUMBER + b"/tmp",
