@@ -51,6 +51,7 @@ __all__ = [
     "Throttle",
     "access_key_of",
     "classify",
+    "region_of",
     "request_prefix",
 ]
 
@@ -113,6 +114,8 @@ class Request:
     fault: str | None = None
     #: the access key id the request was signed with (never the secret), when it was signed
     access_key: str | None = None
+    #: the region a SigV4 request was signed for (its credential scope), when it was so signed
+    region: str | None = None
     #: the HTTP status answered (None: no answer, e.g. a dropped connection)
     status: int | None = None
     #: bytes of the request body and of the answer's body (Content-Length)
@@ -154,6 +157,8 @@ def classify(
 
 
 _SIGV4_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
+#: SigV4's credential scope: ``Credential=<key>/<date>/<region>/<service>/aws4_request``
+_SIGV4_SCOPE = re.compile(r"Credential=[^/,\s]+/[^/,\s]+/([^/,\s]+)/")
 _SIGV2 = re.compile(r"^AWS ([^:\s]+):")
 
 
@@ -165,6 +170,20 @@ def access_key_of(authorization: str, query: str = "") -> str | None:
     credential = parse_qs(query).get("X-Amz-Credential")
     if credential:
         return credential[0].split("/", 1)[0] or None
+    return None
+
+
+def region_of(authorization: str, query: str = "") -> str | None:
+    """The region a SigV4 ``Authorization`` header or presigned query was signed for (the
+    third part of its credential scope); ``None`` for SigV2 and unsigned requests, which
+    name no region."""
+    match = _SIGV4_SCOPE.search(authorization)
+    if match:
+        return match.group(1)
+    credential = parse_qs(query).get("X-Amz-Credential")
+    if credential:
+        scope = credential[0].split("/")
+        return (scope[2] or None) if len(scope) >= 5 else None
     return None
 
 
@@ -633,6 +652,7 @@ class RequestLedger:
             client=f"{environ.get('REMOTE_ADDR', '')}:{environ.get('REMOTE_PORT', '')}",
             raw=RAW_USER_AGENT in environ.get("HTTP_USER_AGENT", ""),
             access_key=access_key_of(environ.get("HTTP_AUTHORIZATION", ""), query),
+            region=region_of(environ.get("HTTP_AUTHORIZATION", ""), query),
             bytes_in=_content_length(environ),
         )  # fmt: skip
         with self._lock:

@@ -22,6 +22,7 @@ from ckptconform.ledger import (
     RequestLedger,
     access_key_of,
     classify,
+    region_of,
     request_prefix,
 )
 
@@ -335,6 +336,41 @@ def test_stop_frees_the_port():
 )
 def test_access_key_of_a_signed_request(authorization, query, expected):
     assert access_key_of(authorization, query) == expected
+
+
+@pytest.mark.parametrize(
+    ("authorization", "query", "expected"),
+    [
+        (
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261123/eu-west-1/s3/aws4_request, "
+            "SignedHeaders=host;x-amz-date, Signature=abc",
+            "",
+            "eu-west-1",
+        ),
+        ("AWS AKIDV2:c2lnbmF0dXJl", "", None),
+        (
+            "",
+            "X-Amz-Credential=AKIDQUERY%2F20261123%2Fap-south-2%2Fs3%2Faws4_request",
+            "ap-south-2",
+        ),
+        ("", "X-Amz-Credential=AKIDQUERY", None),
+        ("", "", None),
+        ("Bearer token", "list-type=2", None),
+    ],
+)
+def test_region_of_a_signed_request(authorization, query, expected):
+    assert region_of(authorization, query) == expected
+
+
+def test_requests_record_the_region_they_were_signed_for(moto, ledger):
+    fs = s3fs.S3FileSystem(
+        endpoint_url=moto.endpoint, key="AKIDREGION", secret="s",
+        client_kwargs={"region_name": "eu-west-1"}, skip_instance_cache=True,
+    )  # fmt: skip
+    with ledger.record() as rec:
+        fs.pipe_file(f"{moto.bucket}/regional/object", b"x")
+        assert fs.cat_file(f"{moto.bucket}/regional/object") == b"x"
+    assert {r.region for r in rec.filter(operation=("PutObject", "GetObject"))} == {"eu-west-1"}
 
 
 def test_requests_record_the_access_key_never_the_secret(moto, ledger):
