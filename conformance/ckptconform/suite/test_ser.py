@@ -25,8 +25,10 @@ import pytest
 
 from ckptconform.suite._driver import (
     EXCLUSIVE,
+    S3_ENDPOINT_VARIABLE,
     SHARED,
     JobDriver,
+    endpointless_options,
     fail_message,
     file_options,
     file_path,
@@ -403,6 +405,77 @@ def _keeps_working_through_its_route(sandbox, target, backend, route, drv, write
 @contextlib.contextmanager
 def _no_recording():
     yield None
+
+
+#: The regions of the two storages of the case whose routes differ by region only.
+REGIONS = ("us-east-1", "eu-west-1")
+
+
+@pytest.mark.clause("SER-8")
+@pytest.mark.backend_traits(object_store=True, any_credentials=True)
+def test_each_storage_keeps_its_own_region(sandbox, target, backend, monkeypatch):
+    """SER-8: two storages whose storage_options name no endpoint (AWS_ENDPOINT_URL_S3) and
+    differ by region only reach one bucket; the first one's checkpoint, the second one's made
+    after it, reading the first one's handles and completed checkpoint (as written and as
+    resolved from its pointer through it), then the second's, and disposing of each are signed
+    for the region of the storage that wrote them."""
+    if backend.scheme != "s3":
+        pytest.skip(f"{S3_ENDPOINT_VARIABLE} routes S3 clients only, not {backend.scheme}")
+    shared = endpointless_options(backend, own_key=True)
+    client_kwargs = shared.pop("client_kwargs", {})
+    first, second = (
+        {"storage_options": {**shared, "client_kwargs": {**client_kwargs, "region_name": r}}}
+        for r in REGIONS
+    )
+    with second_route(backend) as route:
+        monkeypatch.setenv(S3_ENDPOINT_VARIABLE, route.url)
+        inputs = {S3_ENDPOINT_VARIABLE: route.url, "regions": REGIONS}
+        with route.ledger.record() as writing:
+            drv = JobDriver(sandbox, **first, **file_options(target))
+            drv.init_base()
+            completed, written = drv.checkpoint(
+                3, exclusive=[payload(3000, 1)], shared=[payload(2000, 2)], metadata=b"first"
+            )
+        _signed_for(REGIONS[0], writing, "the first storage's checkpoint", sandbox, **inputs)
+        with route.ledger.record() as writing:
+            other = JobDriver(sandbox, **second, **file_options(target))
+            other.init_base()
+            done, theirs = other.checkpoint(
+                4, exclusive=[payload(3000, 3)], shared=[payload(2000, 4)], metadata=b"second"
+            )
+        _signed_for(REGIONS[1], writing, "the second storage's checkpoint", sandbox, **inputs)
+        for region, storage, checkpoint, handles, metadata, what in (
+            (REGIONS[0], drv.storage, completed, written, b"first", "the first storage's"),
+            (REGIONS[1], other.storage, done, theirs, b"second", "the second storage's"),
+        ):
+            with route.ledger.record() as reading:
+                _read_and_dispose(storage, checkpoint, handles, metadata, sandbox, **inputs)
+            _signed_for(region, reading, f"reading {what} checkpoint", sandbox, **inputs)
+        monkeypatch.delenv(S3_ENDPOINT_VARIABLE)
+
+
+def _read_and_dispose(storage, completed, written, metadata, sandbox, **inputs) -> None:
+    """SER-8: read a checkpoint's handles and metadata as written, then as resolved from its
+    pointer through ``storage``, then dispose of the resolved checkpoint (the handles as
+    written first: before the storage does anything else after the other storage was made)."""
+    with tagged("SER-8", "read and dispose of a checkpoint", sandbox, **inputs):
+        for handle, blob in [(completed.metadata_handle, metadata), *written]:
+            assert read_handle(handle) == blob, "the bytes differ"
+        resolved = storage.resolve_checkpoint(completed.external_pointer)
+        resolved_handles = [(resolved.resolve_handle(h), blob) for h, blob in written]
+        for handle, blob in [(resolved.metadata_handle, metadata), *resolved_handles]:
+            assert read_handle(handle) == blob, "the bytes differ"
+        resolved.dispose_storage_location()
+
+
+def _signed_for(region: str, seen: Any, step: str, sandbox: Any, **inputs: Any) -> None:
+    """SER-8: ``step`` sent requests through the route, every one signed for ``region``."""
+    wrong = [request for request in seen.requests if request.region != region]
+    msg = fail_message("SER-8", f"which region {step} signed for", sandbox, **inputs)
+    msg += f"\n{len(wrong)} of {len(seen)} request(s) not signed for {region}:"
+    msg += "".join(f"\n  {request} signed for {request.region}" for request in wrong[:30])
+    msg += f"\nthrough the route:\n{seen.summary()}"
+    require(len(seen) > 0 and not wrong, "SER-8", msg)
 
 
 # --------------------------------------------------------------------------- in another process
