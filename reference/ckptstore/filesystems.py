@@ -379,28 +379,15 @@ def retry_budget(storage_options: Mapping[str, Any] | None = None) -> RetryBudge
     """The S3 retry budget that ``storage_options`` give (defaults: :data:`S3_DEFAULTS`).
 
     The attempts are the retry policy's (``ckptstore.s3.policy_of``); where the user
-    configured botocore's own retries instead, botocore's setting (``config_kwargs['retries']``,
-    else ``AWS_MAX_ATTEMPTS``, else its standard mode's 3 attempts).
+    configured botocore's own retries instead, botocore's (``ckptstore.s3.botocore_attempts``).
     """
     options = filesystem_options("s3", storage_options)
     config = options["config_kwargs"]
     policy = s3.policy_of(options)
-    if policy is not None:
-        max_attempts = policy.attempts - 1
-    else:
-        retries_config = config.get("retries") or {}
-        env_attempts = os.environ.get("AWS_MAX_ATTEMPTS", "")
-        if "max_attempts" in retries_config:
-            max_attempts = int(retries_config["max_attempts"])
-        elif "total_max_attempts" in retries_config:
-            max_attempts = max(0, int(retries_config["total_max_attempts"]) - 1)
-        elif env_attempts.strip().isdigit():
-            max_attempts = max(0, int(env_attempts) - 1)
-        else:
-            max_attempts = s3.DEFAULT_RETRY_ATTEMPTS - 1
+    attempts = policy.attempts if policy is not None else s3.botocore_attempts(options)
     return RetryBudget(
         retries=max(1, int(options.get("retries", 1))),
-        max_attempts=max_attempts,
+        max_attempts=(attempts or s3.DEFAULT_RETRY_ATTEMPTS) - 1,
         connect_timeout=float(config["connect_timeout"]),
         read_timeout=float(config["read_timeout"]),
         seconds=None if policy is None else policy.seconds,

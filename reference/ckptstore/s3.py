@@ -314,10 +314,26 @@ def policy_of(options: Mapping[str, Any]) -> RetryPolicy | None:
             attempts=int(attempts) if attempts is not None else DEFAULT_RETRY_ATTEMPTS,
             seconds=None if seconds is None else float(seconds),
         )
+    return DEFAULT_POLICY if botocore_attempts(options) is None else None
+
+
+def botocore_attempts(options: Mapping[str, Any]) -> int | None:
+    """The requests per call of botocore's own retries, where the user configured them
+    (``config_kwargs['retries']``: ``max_attempts`` retries or ``total_max_attempts``; else
+    ``AWS_MAX_ATTEMPTS``, else its standard mode's 3 when only ``AWS_RETRY_MODE`` is set);
+    ``None`` where they did not."""
     config = options.get("config_kwargs") or {}
-    if "retries" in config or any(name in os.environ for name in BOTOCORE_RETRY_ENVIRONMENT):
+    if "retries" not in config and not any(n in os.environ for n in BOTOCORE_RETRY_ENVIRONMENT):
         return None
-    return DEFAULT_POLICY
+    retries = config.get("retries") or {}
+    if "max_attempts" in retries:
+        return int(retries["max_attempts"]) + 1
+    if "total_max_attempts" in retries:
+        return max(1, int(retries["total_max_attempts"]))
+    from_environment = os.environ.get("AWS_MAX_ATTEMPTS", "").strip()
+    if from_environment.isdigit():
+        return max(1, int(from_environment))
+    return DEFAULT_RETRY_ATTEMPTS
 
 
 def instantiate(options: Mapping[str, Any]) -> Any:

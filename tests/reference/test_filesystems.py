@@ -14,6 +14,7 @@ from ckptstore.filesystems import (
     filesystem_options,
     get_filesystem,
     register_filesystem,
+    retry_budget,
     store_token,
     traits_for,
 )
@@ -78,6 +79,23 @@ def test_s3_options_get_bounded_defaults_that_the_user_can_override(
     assert s3.policy_of(mine) is None  # botocore's own retries, as configured
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "9")  # botocore's own setting is respected
     assert s3.policy_of(filesystem_options("s3", {})) is None
+
+
+def test_botocores_own_attempts_where_the_user_set_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retry config or environment the user gave botocore, as requests per call; the
+    retry policy and the budget both read it from here."""
+    for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    assert s3.botocore_attempts({}) is None
+    assert s3.botocore_attempts({"config_kwargs": {"retries": {"max_attempts": 0}}}) == 1
+    assert s3.botocore_attempts({"config_kwargs": {"retries": {"total_max_attempts": 4}}}) == 4
+    assert s3.botocore_attempts({"config_kwargs": {"retries": {"mode": "adaptive"}}}) == 3
+    assert retry_budget({"config_kwargs": {"retries": {"max_attempts": 5}}}).max_attempts == 5
+    monkeypatch.setenv("AWS_RETRY_MODE", "standard")
+    assert s3.botocore_attempts({}) == s3.DEFAULT_RETRY_ATTEMPTS
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "7")
+    assert s3.botocore_attempts({}) == 7
+    assert retry_budget(None).max_attempts == 6
 
 
 def test_s3fs_instances_get_the_retries_option() -> None:
