@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib.util
+import json
 import os
 import platform
 import shlex
@@ -47,6 +48,8 @@ register_profiles()  # before hypothesis's plugin loads a profile named on the c
 __all__ = ["RunState", "suite_dir"]
 
 _STATE = pytest.StashKey["RunState"]()
+#: A report property: the Spark leg's facts (``SparkLeg.info()``) after a test that used it.
+PROP_SPARK = "ckptconform.spark"
 _KIND = pytest.StashKey[str]()
 
 _MARKERS = (
@@ -86,6 +89,8 @@ class RunState:
     recorder: Any
     started: str = field(default_factory=lambda: _now())
     document: dict[str, Any] | None = None
+    #: The Spark leg's facts as the process that ran it reported them (pytest-xdist: a worker).
+    spark_info: dict[str, Any] | None = None
     #: With ``--first-failure-per-clause``: each failed clause and the test that failed it.
     failed_in: dict[str, str] = field(default_factory=dict)
     report_paths: tuple[Path, Path] | None = None
@@ -612,6 +617,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         named = list(clauses_of(call.excinfo.value))
         if named:
             report.user_properties.append((PROP_FAILED, " ".join(named)))
+    if report.when == "teardown" and SPARK_LEG in getattr(item, "fixturenames", ()):
+        # the report header is written by the controlling process, which under pytest-xdist
+        # never starts the leg: the worker that ran it hands its facts on with the report
+        report.user_properties.append((PROP_SPARK, json.dumps(state.spark.info())))
     if report.failed:
         if state.first_failure_per_clause:
             _remember_failure(item, state, named)
@@ -694,9 +703,20 @@ class _Recorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs in the controller process (also under xdist): uses only report.user_properties.
         self.state.recorder.add(report)
+        spark = dict(report.user_properties).get(PROP_SPARK)
+        if spark is not None:
+            self.state.spark_info = json.loads(str(spark))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         _finish_report(session.config, self.state, int(exitstatus))
+
+
+def _spark_facts(state: RunState) -> dict[str, Any]:
+    """The Spark leg's facts: this process's, or those a worker reported where it ran there."""
+    own: dict[str, Any] = state.spark.info()
+    if not own["started"] and state.spark_info is not None:
+        return state.spark_info
+    return own
 
 
 def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> None:
@@ -730,7 +750,7 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
             for b in state.pool
         ],
         "spark": {
-            **state.spark.info(),
+            **_spark_facts(state),
             "status": "skipped" if SPARK_LEG in state.leg_skips else "selected",
             "reason": state.leg_skips.get(SPARK_LEG, ""),
             "required": SPARK_LEG in state.required,
