@@ -226,7 +226,7 @@ class CheckpointMachine(RuleBasedStateMachine):
     @rule(data=st.data(), via_restore=st.booleans())
     def dispose(self, data: Any, via_restore: bool) -> None:
         self._dispose(
-            data.draw(st.sampled_from(sorted(self.completed)), label="pointer"), via_restore
+            data.draw(st.sampled_from(list(self.completed)), label="pointer"), via_restore
         )
 
     def _dispose(self, pointer: str, via_restore: bool) -> None:
@@ -348,7 +348,7 @@ class CheckpointMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.completed))
     @rule(data=st.data(), pickled=st.booleans(), spelling=st.sampled_from(["dir", "dir/"]))
     def restore(self, data: Any, pickled: bool, spelling: str) -> None:
-        pointer = data.draw(st.sampled_from(sorted(self.completed)), label="pointer")
+        pointer = data.draw(st.sampled_from(list(self.completed)), label="pointer")
         entry = self.completed[pointer]
         spelled = pointer if spelling == "dir" else pointer.rstrip("/") + "/"
         note(f"restore {spelled} through a fresh{' pickled' if pickled else ''} storage")
