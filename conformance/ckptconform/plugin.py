@@ -41,7 +41,7 @@ from ckptconform import __version__
 from ckptconform.failures import clauses_of
 from ckptconform.policy import SPARK_LEG, TRAITS, Offer, needs_of, skip_reason, storage_options_skip
 from ckptconform.profiles import PROFILES, default_profile, register_profiles
-from ckptconform.report import PROP_FAILED
+from ckptconform.report import PROP_FAILED, blamed_clauses
 
 register_profiles()  # before hypothesis's plugin loads a profile named on the command line
 
@@ -612,9 +612,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return report
     # a known failure that failed as declared is blamed like a failure (its report is xfailed)
     declared = getattr(report, "wasxfail", None) is not None and report.skipped
-    named: list[str] = []
+    named: tuple[str, ...] = ()
     if (report.failed or declared) and call.excinfo is not None:
-        named = list(clauses_of(call.excinfo.value))
+        named = clauses_of(call.excinfo.value)
         if named:
             report.user_properties.append((PROP_FAILED, " ".join(named)))
     if report.when == "teardown" and SPARK_LEG in getattr(item, "fixturenames", ()):
@@ -632,12 +632,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-def _remember_failure(item: pytest.Item, state: RunState, named: list[str]) -> None:
+def _remember_failure(item: pytest.Item, state: RunState, named: tuple[str, ...]) -> None:
     """Note the clauses a failed test failed (``--first-failure-per-clause``): those its
     failure named, else all of its clauses (as the report blames them)."""
-    ids = _marker_args(item, "clause")
-    blamed = [cid for cid in named if cid in ids] or ids
-    for cid in blamed:
+    for cid in blamed_clauses(named, _marker_args(item, "clause")):
         state.failed_in.setdefault(cid, item.nodeid)
 
 

@@ -70,6 +70,13 @@ class Outcome:
 _BLAMING = frozenset({"FAIL", "WARN", "XFAIL", "XPASS"})
 
 
+def blamed_clauses(named: Sequence[str], clauses: Sequence[str]) -> list[str]:
+    """The clauses a failing test's failure belongs to: those of ``clauses`` its failure
+    ``named``, else all of them (see :func:`attribute`)."""
+    own = [cid for cid in dict.fromkeys(named) if cid in clauses]
+    return own or list(clauses)
+
+
 def attribute(record: Outcome, named: Sequence[str] = ()) -> None:
     """Decide which of a failing test's clauses the failure belongs to, and name them.
 
@@ -83,8 +90,7 @@ def attribute(record: Outcome, named: Sequence[str] = ()) -> None:
     if record.status not in _BLAMING:
         record.failed_clauses = []
         return
-    own = [cid for cid in dict.fromkeys(named) if cid in record.clauses]
-    record.failed_clauses = own or list(record.clauses)
+    record.failed_clauses = blamed_clauses(named, record.clauses)
     tag = "[" + ", ".join(record.failed_clauses) + "]"
     if not record.message.startswith(tag):
         record.message = f"{tag} {record.message}"
