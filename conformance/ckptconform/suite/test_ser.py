@@ -423,34 +423,30 @@ def test_each_storage_keeps_its_own_region(sandbox, target, backend, monkeypatch
         pytest.skip(f"{S3_ENDPOINT_VARIABLE} routes S3 clients only, not {backend.scheme}")
     shared = endpointless_options(backend, own_key=True)
     client_kwargs = shared.pop("client_kwargs", {})
-    first, second = (
-        {"storage_options": {**shared, "client_kwargs": {**client_kwargs, "region_name": r}}}
-        for r in REGIONS
-    )
     with second_route(backend) as route:
         monkeypatch.setenv(S3_ENDPOINT_VARIABLE, route.url)
         inputs = {S3_ENDPOINT_VARIABLE: route.url, "regions": REGIONS}
-        with route.ledger.record() as writing:
-            drv = JobDriver(sandbox, **first, **file_options(target))
-            drv.init_base()
-            completed, written = drv.checkpoint(
-                3, exclusive=[payload(3000, 1)], shared=[payload(2000, 2)], metadata=b"first"
-            )
-        _signed_for(REGIONS[0], writing, "the first storage's checkpoint", sandbox, **inputs)
-        with route.ledger.record() as writing:
-            other = JobDriver(sandbox, **second, **file_options(target))
-            other.init_base()
-            done, theirs = other.checkpoint(
-                4, exclusive=[payload(3000, 3)], shared=[payload(2000, 4)], metadata=b"second"
-            )
-        _signed_for(REGIONS[1], writing, "the second storage's checkpoint", sandbox, **inputs)
-        for region, storage, checkpoint, handles, metadata, what in (
-            (REGIONS[0], drv.storage, completed, written, b"first", "the first storage's"),
-            (REGIONS[1], other.storage, done, theirs, b"second", "the second storage's"),
-        ):
+        checkpoints = []
+        for n, (region, which) in enumerate(zip(REGIONS, ("first", "second"), strict=True)):
+            regional = {**shared, "client_kwargs": {**client_kwargs, "region_name": region}}
+            metadata = which.encode()
+            with route.ledger.record() as writing:
+                drv = JobDriver(sandbox, storage_options=regional, **file_options(target))
+                drv.init_base()
+                completed, written = drv.checkpoint(
+                    3 + n,
+                    exclusive=[payload(3000, 1 + 2 * n)],
+                    shared=[payload(2000, 2 + 2 * n)],
+                    metadata=metadata,
+                )
+            _signed_for(region, writing, f"the {which} storage's checkpoint", sandbox, **inputs)
+            checkpoints.append((region, drv.storage, completed, written, metadata, which))
+        for region, storage, checkpoint, handles, metadata, which in checkpoints:
             with route.ledger.record() as reading:
                 _read_and_dispose(storage, checkpoint, handles, metadata, sandbox, **inputs)
-            _signed_for(region, reading, f"reading {what} checkpoint", sandbox, **inputs)
+            _signed_for(
+                region, reading, f"reading the {which} storage's checkpoint", sandbox, **inputs
+            )
         monkeypatch.delenv(S3_ENDPOINT_VARIABLE)
 
 
