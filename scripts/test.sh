@@ -4,5 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# bytecode caches: the meta-tests start a Python process per broken implementation (.ci/run)
+unset PYTHONDONTWRITEBYTECODE
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
 exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --durations=20 "$@"
