@@ -244,12 +244,22 @@ def forget_unmutated_copies(workdir: Path, modules: list[str]) -> None:
     forgot = False
     for pattern in modules:
         for copy in mutated_dir.glob(pattern):
+            if copy.suffix == ".py" and nothing_to_mutate(copy):
+                continue
             if copy.suffix == ".py" and "__mutmut_orig" not in copy.read_text(encoding="utf-8"):
                 copy.unlink()
                 forgot = True
     if forgot:
         # the recorded test-to-function map knows none of the new modules' functions
         (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+
+
+def nothing_to_mutate(module: Path) -> bool:
+    """Whether mutmut found no mutant in ``module`` (its ``.meta`` lists none, as for a module of
+    exception classes only): its plain copy is what mutmut writes every time, not a copy left
+    by a run with fewer ``--modules``; forgetting it would drop the test map at every run."""
+    meta = module.with_name(module.name + ".meta")
+    return meta.exists() and not _read_meta(meta).get("exit_code_by_key")
 
 
 def _meta_dir(workdir: Path) -> Path:

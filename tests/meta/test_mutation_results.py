@@ -169,6 +169,26 @@ def test_a_module_copied_plainly_over_its_mutants_is_found(tmp_path):
     assert mutation.plainly_copied(workdir) == ["paths.py"]
 
 
+def test_a_module_without_mutants_keeps_the_test_map(tmp_path):
+    """A module mutmut finds nothing to mutate in (exception classes only) is always a plain
+    copy: asking for every module again must not take it for a left-over copy and drop the
+    test map (a moto run then collected its statistics anew, minutes, at every start)."""
+    workdir = _workdir(tmp_path)
+    package = workdir / "mutants" / "src" / "ckptstore"
+    (package / "errors.py.meta").write_text(json.dumps({**META, "exit_code_by_key": {}}))
+    (package / "errors.py").write_text("class Oops(Exception):\n    pass\n")
+    stats = workdir / "mutants" / "mutmut-stats.json"
+    stats.write_text("{}")
+    mutation.forget_unmutated_copies(workdir, ["*.py"])
+    assert (package / "errors.py").exists()
+    assert stats.exists()
+    (package / "paths.py.meta").write_text(json.dumps(META))
+    (package / "paths.py").write_text("def parse(text):\n    return text\n")
+    mutation.forget_unmutated_copies(workdir, ["*.py"])
+    assert not (package / "paths.py").exists()
+    assert not stats.exists()
+
+
 def _defined(function: str) -> bool:
     """Whether mutmut's name of a function (``ckptstore.m.x_f``, ``ckptstore.m.xǁCǁf``)
     names a def of the reference."""
