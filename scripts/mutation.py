@@ -244,9 +244,9 @@ def forget_unmutated_copies(workdir: Path, modules: list[str]) -> None:
     forgot = False
     for pattern in modules:
         for copy in mutated_dir.glob(pattern):
-            if copy.suffix == ".py" and nothing_to_mutate(copy):
+            if copy.suffix != ".py" or nothing_to_mutate(copy):
                 continue
-            if copy.suffix == ".py" and "__mutmut_orig" not in copy.read_text(encoding="utf-8"):
+            if "__mutmut_orig" not in copy.read_text(encoding="utf-8"):
                 copy.unlink()
                 forgot = True
     if forgot:
@@ -342,7 +342,7 @@ def plainly_copied(workdir: Path) -> list[str]:
     hidden = []
     for meta in sorted(_meta_dir(workdir).glob("*.py.meta")):
         module = meta.with_suffix("")
-        if not _read_meta(meta).get("exit_code_by_key"):
+        if nothing_to_mutate(module):
             continue
         if not module.exists() or "__mutmut_orig" not in module.read_text(encoding="utf-8"):
             hidden.append(module.name)
