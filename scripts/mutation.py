@@ -428,6 +428,9 @@ def in_workdir(
     )
 
 
+#: mutmut's name of the storage's constructor, which every test of the suite reaches.
+STORAGE_INIT = "ckptstore.filesystem_storage.xǁFileSystemCheckpointStorageǁ__init__"
+
 #: Functions that the reference calls only the first time a process (or a file-system
 #: instance) needs them, and caches: mutmut maps each to the one test that happened to call it
 #: first in its statistics run, so a mutant of it would run that test alone. Their mutants run
@@ -436,8 +439,13 @@ RUN_WITH_TESTS_OF = {
     "ckptstore.s3.x__probe": "ckptstore.s3.x_probe_conditional_writes",
     "ckptstore.s3.x_instantiate": "ckptstore.filesystems.x_get_filesystem",
     "ckptstore.s3.x_policy_of": "ckptstore.filesystems.x_get_filesystem",
+    "ckptstore.s3.x_botocore_attempts": "ckptstore.filesystems.x_get_filesystem",
     "ckptstore.filesystems.x__instantiate": "ckptstore.filesystems.x_get_filesystem",
     "ckptstore.filesystems.x__instantiate_or_fail": "ckptstore.filesystems.x_get_filesystem",
+    # run when ckptstore is imported: only a fresh process (SER-4, SPK) imports it with the
+    # mutant active, so they run with the tests of every storage
+    "ckptstore.redaction.x_get_logger": STORAGE_INIT,
+    "ckptstore.redaction.xǁRedactingFilterǁ__init__": STORAGE_INIT,
 }
 
 # `mutmut run` whose map of tests by function gains, for each function of RUN_WITH_TESTS_OF,

@@ -1367,7 +1367,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("REQ-7", "MUST", (), "disposal aborts open multipart uploads",
      "On an object store, dispose_on_failure of a checkpoint location aborts the multipart "
      "uploads still open below it (a writer that crashed mid-upload): none is left, as none "
-     "of their parts would ever be deleted otherwise (decision).",
+     "of their parts would ever be deleted otherwise, and aborts none beside it: uploads open "
+     "below chk-<n>0 and chk-<n>-x, whose names start like the location's, stay open (another "
+     "checkpoint's writer may still be sending them) (decision).",
      ("decision", "MD7")),
     ("REQ-8", "MUST", ("inline-state",), "a delete reports what happened",
      "On an object store with a request ledger, while every DeleteObject of a state file is "

@@ -474,7 +474,9 @@ def test_a_budget_in_the_client_options_is_kept(sandbox, target, backend, ledger
 
 @pytest.mark.clause("REQ-7")
 def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
-    """REQ-7: dispose_on_failure aborts a crashed writer's multipart upload below the location."""
+    """REQ-7: dispose_on_failure aborts a crashed writer's multipart upload below the location,
+    and no upload beside it: those below ``chk-<n>0`` and ``chk-<n>-x`` (names that start like
+    the location's) stay open."""
     coord = _coordinator(sandbox, target, 1)
     with tagged("REQ-7", "initialize the checkpoint", sandbox):
         coord.init_base()
@@ -498,12 +500,24 @@ def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
     except OSError as exc:
         pytest.skip(f"backend {backend.name} cannot list multipart uploads ({exc}): not checkable")
     _open_upload(backend, sandbox, crashed)
-    with tagged("REQ-7", "dispose_on_failure", sandbox):
-        location.dispose_on_failure()
-    left = open_uploads_below(sandbox, directory)  # the suite cleans up what the storage left
-    assert not left, fail_message("REQ-7", "dispose_on_failure", sandbox) + (
-        f"\nmultipart uploads still open below {prefix}: {left}"
-    )
+    beside = {  # directories whose names start like the location's -> an upload open there
+        place: join(place, "other-writer-upload") for place in (directory + "0", directory + "-x")
+    }
+    for upload in beside.values():
+        _open_upload(backend, sandbox, upload)
+    try:
+        with tagged("REQ-7", "dispose_on_failure", sandbox):
+            location.dispose_on_failure()
+        left = open_uploads_below(sandbox, directory)
+    finally:  # the suite aborts what is still open, the storage's leftovers and its own
+        kept = {place: open_uploads_below(sandbox, place) for place in beside}
+    msg = fail_message("REQ-7", "dispose_on_failure", sandbox)
+    assert not left, msg + f"\nmultipart uploads still open below {prefix}: {left}"
+    for place, upload in beside.items():
+        key = backend.raw.split_path(sandbox.raw_path(upload))[1]
+        assert key in kept[place], msg + (
+            f"\nthe multipart upload of {key}, beside the location, was aborted too"
+        )
 
 
 @pytest.mark.clause("REQ-8")
