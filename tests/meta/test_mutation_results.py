@@ -223,6 +223,21 @@ def test_every_excuse_names_code_of_the_reference():
     assert not missing, missing
 
 
+def test_every_mutant_is_excused_once():
+    """Two entries for one mutant would leave one reason unread (the later wins)."""
+    import tomllib
+    from collections import Counter
+
+    data = tomllib.loads(mutation.EQUIVALENTS.read_text(encoding="utf-8"))
+    named = Counter(
+        entry["mutant"]
+        for kind in ("equivalent", "outside_contract")
+        for entry in data.get(kind, [])
+        if "mutant" in entry
+    )
+    assert not [name for name, count in named.items() if count > 1]
+
+
 def test_only_mutants_with_cheap_tests_are_chosen(tmp_path, monkeypatch):
     """--max-seconds keeps the mutants whose tests mutmut estimates at most that long (and
     those no test reaches: they cost nothing), in the order given."""
