@@ -1359,8 +1359,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "request); "
      "with neither key, a budget set in the client's own options holds as well: with "
      "config_kwargs retries {max_attempts: 0} (botocore's count of retries after the first "
-     "request) a PutObject answered 500 every time is sent once per file, and the "
-     "storage_options given are left unmodified "
+     "request) a PutObject answered 500 every time is sent once per file, with "
+     "{total_max_attempts: 2} (its count of requests) twice, and so with AWS_MAX_ATTEMPTS=2 "
+     "in the environment when the storage is made (botocore reads it when it makes a "
+     "client), and the storage_options given are left unmodified "
      "(decision: a bounded retry budget the storage exposes as configuration, as S3A's "
      "fs.s3a.attempts.maximum and fs.s3a.connection.request.timeout).",
      ("decision",)),

@@ -135,6 +135,7 @@ __all__ = [
     "probe_conditional_writes",
     "publish_metadata",
     "reset_conditional_write_modes",
+    "with_environment_retries",
 ]
 
 _LOG = get_logger(__name__)
@@ -145,8 +146,6 @@ RETRY_ATTEMPTS = "retry_attempts"
 RETRY_SECONDS = "retry_seconds"
 #: Requests per operation without ``retry_attempts`` (botocore's standard mode default).
 DEFAULT_RETRY_ATTEMPTS = 3
-#: Environment variables that configure botocore's own retries (:func:`policy_of`).
-BOTOCORE_RETRY_ENVIRONMENT = ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE")
 
 CONDITIONAL_WRITES_HONOURED = "honoured"
 CONDITIONAL_WRITES_IGNORED = "ignored: check-then-write"
@@ -199,8 +198,10 @@ def apply_retry_budget(options: dict[str, Any]) -> None:
     s3fs's retry loop makes one pass, and with ``retry_seconds`` botocore's read timeout is at
     most that: the deadline of :class:`ckptstore.budgeted_s3.BudgetedS3FileSystem` ends the
     call, but s3fs reads a GetObject's body after the call returned. A key set to ``None``
-    goes; the others stay in ``options`` (:func:`instantiate` reads them).
+    goes; the others stay in ``options`` (:func:`instantiate` reads them). The environment's
+    retry settings for botocore join ``config_kwargs`` (:func:`with_environment_retries`).
     """
+    options["config_kwargs"] = with_environment_retries(options["config_kwargs"])
     for name in (RETRY_ATTEMPTS, RETRY_SECONDS):
         if options.get(name) is None:
             options.pop(name, None)
@@ -303,9 +304,10 @@ def policy_of(options: Mapping[str, Any]) -> RetryPolicy | None:
     """The retry policy of S3 ``options``.
 
     ``retry_attempts``/``retry_seconds``: exactly those (throttling answers included).
-    Retries the user configured for botocore (``config_kwargs['retries']``, or
-    ``AWS_MAX_ATTEMPTS``/``AWS_RETRY_MODE`` in the environment): ``None``, botocore's own
-    handler. Otherwise :data:`DEFAULT_POLICY`.
+    Retries the user configured for botocore (``config_kwargs['retries']``, with
+    ``AWS_MAX_ATTEMPTS``/``AWS_RETRY_MODE`` of the environment folded in by
+    :func:`with_environment_retries`): ``None``, botocore's own handler. Otherwise
+    :data:`DEFAULT_POLICY`.
     """
     attempts = options.get(RETRY_ATTEMPTS)
     seconds = options.get(RETRY_SECONDS)
@@ -319,21 +321,37 @@ def policy_of(options: Mapping[str, Any]) -> RetryPolicy | None:
 
 def botocore_attempts(options: Mapping[str, Any]) -> int | None:
     """The requests per call of botocore's own retries, where the user configured them
-    (``config_kwargs['retries']``: ``max_attempts`` retries or ``total_max_attempts``; else
-    ``AWS_MAX_ATTEMPTS``, else its standard mode's 3 when only ``AWS_RETRY_MODE`` is set);
-    ``None`` where they did not."""
-    config = options.get("config_kwargs") or {}
-    if "retries" not in config and not any(n in os.environ for n in BOTOCORE_RETRY_ENVIRONMENT):
+    (``config_kwargs['retries']``: ``max_attempts`` retries or ``total_max_attempts``, else
+    botocore's standard mode's 3; :func:`with_environment_retries` has folded the
+    environment's settings in); ``None`` where they did not."""
+    retries = (options.get("config_kwargs") or {}).get("retries")
+    if retries is None:
         return None
-    retries = config.get("retries") or {}
     if "max_attempts" in retries:
         return int(retries["max_attempts"]) + 1
     if "total_max_attempts" in retries:
         return max(1, int(retries["total_max_attempts"]))
-    from_environment = os.environ.get("AWS_MAX_ATTEMPTS", "").strip()
-    if from_environment.isdigit():
-        return max(1, int(from_environment))
     return DEFAULT_RETRY_ATTEMPTS
+
+
+def with_environment_retries(config: Mapping[str, Any]) -> dict[str, Any]:
+    """botocore's Config keywords ``config`` with the retry settings of the environment that
+    it does not set itself (``AWS_MAX_ATTEMPTS`` as ``total_max_attempts``,
+    ``AWS_RETRY_MODE`` as ``mode``), which is how botocore resolves them when it makes a
+    client. The options then hold everything the client's retries depend on: the file-system
+    cache keys on them, so a storage made after the environment changed gets a client that
+    follows it, and :func:`policy_of` reads them without looking at the environment."""
+    given = config.get("retries")
+    retries = dict(given or {})
+    attempts = os.environ.get("AWS_MAX_ATTEMPTS", "").strip()
+    if attempts.isdigit() and "max_attempts" not in retries:
+        retries.setdefault("total_max_attempts", int(attempts))
+    mode = os.environ.get("AWS_RETRY_MODE", "").strip()
+    if mode:
+        retries.setdefault("mode", mode)
+    if given is None and not retries:
+        return dict(config)
+    return {**config, "retries": retries}
 
 
 def instantiate(options: Mapping[str, Any]) -> Any:

@@ -82,20 +82,51 @@ def test_s3_options_get_bounded_defaults_that_the_user_can_override(
 
 
 def test_botocores_own_attempts_where_the_user_set_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The retry config or environment the user gave botocore, as requests per call; the
-    retry policy and the budget both read it from here."""
+    """The retry config the user gave botocore, as requests per call; the retry policy and
+    the budget both read it from here."""
     for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
         monkeypatch.delenv(name, raising=False)
     assert s3.botocore_attempts({}) is None
     assert s3.botocore_attempts({"config_kwargs": {"retries": {"max_attempts": 0}}}) == 1
     assert s3.botocore_attempts({"config_kwargs": {"retries": {"total_max_attempts": 4}}}) == 4
+    assert s3.botocore_attempts({"config_kwargs": {"retries": {"total_max_attempts": 0}}}) == 1
     assert s3.botocore_attempts({"config_kwargs": {"retries": {"mode": "adaptive"}}}) == 3
+    assert s3.botocore_attempts({"config_kwargs": {"retries": {}}}) == 3
     assert retry_budget({"config_kwargs": {"retries": {"max_attempts": 5}}}).max_attempts == 5
     monkeypatch.setenv("AWS_RETRY_MODE", "standard")
-    assert s3.botocore_attempts({}) == s3.DEFAULT_RETRY_ATTEMPTS
+    assert s3.botocore_attempts(filesystem_options("s3", {})) == s3.DEFAULT_RETRY_ATTEMPTS
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "7")
-    assert s3.botocore_attempts({}) == 7
+    assert s3.botocore_attempts(filesystem_options("s3", {})) == 7
     assert retry_budget(None).max_attempts == 6
+
+
+def test_the_environments_retry_settings_are_folded_into_the_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """AWS_MAX_ATTEMPTS and AWS_RETRY_MODE become config_kwargs' retries where those do not
+    set them (botocore's precedence), so the options key the file-system cache on them."""
+    for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    assert s3.with_environment_retries({"read_timeout": 5}) == {"read_timeout": 5}
+    given = {"retries": {"mode": "legacy"}}
+    assert s3.with_environment_retries(given) == given
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", " 2 ")
+    assert s3.with_environment_retries({}) == {"retries": {"total_max_attempts": 2}}
+    assert s3.with_environment_retries({"retries": {"max_attempts": 0}}) == {
+        "retries": {"max_attempts": 0}
+    }
+    assert s3.with_environment_retries({"retries": {"total_max_attempts": 5}}) == {
+        "retries": {"total_max_attempts": 5}
+    }
+    monkeypatch.setenv("AWS_RETRY_MODE", "adaptive")
+    assert s3.with_environment_retries(given) == {
+        "retries": {"mode": "legacy", "total_max_attempts": 2}
+    }
+    assert given == {"retries": {"mode": "legacy"}}  # not modified
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "many")  # not a count: botocore's default stays
+    assert s3.with_environment_retries({}) == {"retries": {"mode": "adaptive"}}
+    monkeypatch.delenv("AWS_RETRY_MODE")
+    assert s3.with_environment_retries({}) == {}
 
 
 def test_s3fs_instances_get_the_retries_option() -> None:

@@ -437,13 +437,30 @@ def test_a_read_whose_transfer_stops_keeps_to_its_retry_budget(
     assert took <= bound, msg
 
 
+#: (botocore's retries in config_kwargs, AWS_MAX_ATTEMPTS in the environment, PutObject
+#: requests per file) of REQ-6's budget set in the client's own options
+CLIENT_BUDGET_CASES = (
+    ({"max_attempts": 0}, None, 1),
+    ({"total_max_attempts": 2}, None, 2),
+    (None, "2", 2),
+)
+
+
 @pytest.mark.clause("REQ-6")
-def test_a_budget_in_the_client_options_is_kept(sandbox, target, backend, ledger):
-    """REQ-6: with botocore's own retry setting in config_kwargs (retries max_attempts 0) and
-    neither budget key, a PutObject answered 500 every time is sent once per file, and the
-    storage_options given are left unmodified."""
+@pytest.mark.parametrize(("retries", "environment", "requests"), CLIENT_BUDGET_CASES)
+def test_a_budget_in_the_client_options_is_kept(
+    sandbox, target, backend, ledger, monkeypatch, retries, environment, requests
+):
+    """REQ-6: with neither budget key and botocore's own retry setting (config_kwargs retries
+    max_attempts 0, or total_max_attempts 2; or AWS_MAX_ATTEMPTS=2 in the environment when
+    the storage is made), a PutObject answered 500 every time is sent once (twice) per file,
+    and the storage_options given are left unmodified."""
     base = dict(backend.storage_options)
-    client_config = {**base.get("config_kwargs", {}), "retries": {"max_attempts": 0}}
+    client_config = dict(base.get("config_kwargs", {}))
+    if retries is not None:
+        client_config["retries"] = retries
+    if environment is not None:
+        monkeypatch.setenv("AWS_MAX_ATTEMPTS", environment)
     storage_options = {**base, "config_kwargs": client_config}
     given = copy.deepcopy(storage_options)
     coord = _coordinator(sandbox, target, 1, storage_options=storage_options)
@@ -458,15 +475,18 @@ def test_a_budget_in_the_client_options_is_kept(sandbox, target, backend, ledger
         ledger.clear_faults()
     msg = fail_message(
         "REQ-6",
-        "close a stream while PutObject fails, with the retries in config_kwargs",
+        "close a stream while PutObject fails, with the retries in the client's own options",
         sandbox,
         config_kwargs=client_config,
+        AWS_MAX_ATTEMPTS=environment,
     ) + (f"\noutcome after {close.took:.1f} s: {close.outcome}\n{rec.summary()}")
     puts = rec.filter(operation="PutObject")
     per_file = {r.key: rec.count(operation="PutObject", key_contains=r.key) for r in puts}
     assert close.outcome.startswith("OSError"), msg
     assert per_file, msg + "\n(no PutObject reached the server)"
-    assert set(per_file.values()) == {1}, msg + f"\nPutObject requests per file: {per_file}"
+    assert set(per_file.values()) == {requests}, msg + (
+        f"\nPutObject requests per file: {per_file}; botocore's setting allows {requests}"
+    )
     assert storage_options == given, msg + (
         f"\nthe storage_options given were modified:\n{storage_options}\nnot\n{given}"
     )
