@@ -441,7 +441,6 @@ RUN_WITH_TESTS_OF = {
     "ckptstore.s3.x__probe": "ckptstore.s3.x_probe_conditional_writes",
     "ckptstore.s3.x_instantiate": "ckptstore.filesystems.x_get_filesystem",
     "ckptstore.s3.x_policy_of": "ckptstore.filesystems.x_get_filesystem",
-    "ckptstore.s3.x_botocore_attempts": "ckptstore.filesystems.x_get_filesystem",
     "ckptstore.filesystems.x__instantiate": "ckptstore.filesystems.x_get_filesystem",
     "ckptstore.filesystems.x__instantiate_or_fail": "ckptstore.filesystems.x_get_filesystem",
     # run when ckptstore is imported: only a fresh process (SER-4, SPK) imports it with the

@@ -379,21 +379,33 @@ def retry_budget(storage_options: Mapping[str, Any] | None = None) -> RetryBudge
     """The S3 retry budget that ``storage_options`` give (defaults: :data:`S3_DEFAULTS`).
 
     The attempts are the retry policy's (``ckptstore.s3.policy_of``); where the user
-    configured botocore's own retries instead, botocore's (``ckptstore.s3.botocore_attempts``).
+    configured botocore's own retries instead, botocore's (:func:`_botocore_attempts`).
     """
     options = filesystem_options("s3", storage_options)
     config = options["config_kwargs"]
     policy = s3.policy_of(options)
-    attempts = policy.attempts if policy is not None else s3.botocore_attempts(options)
+    attempts = policy.attempts if policy is not None else _botocore_attempts(config["retries"])
     return RetryBudget(
         retries=max(1, int(options.get("retries", 1))),
-        max_attempts=(attempts or s3.DEFAULT_RETRY_ATTEMPTS) - 1,
+        max_attempts=attempts - 1,
         connect_timeout=float(config["connect_timeout"]),
         read_timeout=float(config["read_timeout"]),
         seconds=None if policy is None else policy.seconds,
         throttle_attempts=None if policy is None else policy.throttle_attempts,
         throttle_seconds=None if policy is None else policy.throttle_seconds,
     )
+
+
+def _botocore_attempts(retries: Mapping[str, Any]) -> int:
+    """The requests per call of botocore's own retries as the user configured them
+    (``config_kwargs['retries']``, where ``ckptstore.s3.with_environment_retries`` has folded
+    in the environment's): ``max_attempts`` retries or ``total_max_attempts``, else botocore's
+    standard mode's 3."""
+    if "max_attempts" in retries:
+        return int(retries["max_attempts"]) + 1
+    if "total_max_attempts" in retries:
+        return max(1, int(retries["total_max_attempts"]))
+    return s3.DEFAULT_RETRY_ATTEMPTS
 
 
 # A per-process salt: instance cache keys are digests of the full options (secrets

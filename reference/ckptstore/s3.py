@@ -316,22 +316,9 @@ def policy_of(options: Mapping[str, Any]) -> RetryPolicy | None:
             attempts=int(attempts) if attempts is not None else DEFAULT_RETRY_ATTEMPTS,
             seconds=None if seconds is None else float(seconds),
         )
-    return DEFAULT_POLICY if botocore_attempts(options) is None else None
-
-
-def botocore_attempts(options: Mapping[str, Any]) -> int | None:
-    """The requests per call of botocore's own retries, where the user configured them
-    (``config_kwargs['retries']``: ``max_attempts`` retries or ``total_max_attempts``, else
-    botocore's standard mode's 3; :func:`with_environment_retries` has folded the
-    environment's settings in); ``None`` where they did not."""
-    retries = (options.get("config_kwargs") or {}).get("retries")
-    if retries is None:
+    if (options.get("config_kwargs") or {}).get("retries") is not None:
         return None
-    if "max_attempts" in retries:
-        return int(retries["max_attempts"]) + 1
-    if "total_max_attempts" in retries:
-        return max(1, int(retries["total_max_attempts"]))
-    return DEFAULT_RETRY_ATTEMPTS
+    return DEFAULT_POLICY
 
 
 def with_environment_retries(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -82,22 +82,32 @@ def test_s3_options_get_bounded_defaults_that_the_user_can_override(
 
 
 def test_botocores_own_attempts_where_the_user_set_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The retry config the user gave botocore, as requests per call; the retry policy and
-    the budget both read it from here."""
+    """The retry config the user gave botocore (or the environment did) hands the retries to
+    botocore's own handler, and the budget counts its requests per call."""
     for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
         monkeypatch.delenv(name, raising=False)
-    assert s3.botocore_attempts({}) is None
-    assert s3.botocore_attempts({"config_kwargs": {"retries": {"max_attempts": 0}}}) == 1
-    assert s3.botocore_attempts({"config_kwargs": {"retries": {"total_max_attempts": 4}}}) == 4
-    assert s3.botocore_attempts({"config_kwargs": {"retries": {"total_max_attempts": 0}}}) == 1
-    assert s3.botocore_attempts({"config_kwargs": {"retries": {"mode": "adaptive"}}}) == 3
-    assert s3.botocore_attempts({"config_kwargs": {"retries": {}}}) == 3
-    assert retry_budget({"config_kwargs": {"retries": {"max_attempts": 5}}}).max_attempts == 5
+    assert s3.policy_of(filesystem_options("s3", {})) == s3.DEFAULT_POLICY
+    assert retry_budget(None).max_attempts == s3.DEFAULT_RETRY_ATTEMPTS - 1
+    for retries, requests in (
+        ({"max_attempts": 0}, 1),
+        ({"max_attempts": 5}, 6),
+        ({"total_max_attempts": 4}, 4),
+        ({"total_max_attempts": 0}, 1),
+        ({"mode": "adaptive"}, 3),
+        ({}, 3),
+    ):
+        options = {"config_kwargs": {"retries": retries}}
+        assert s3.policy_of(filesystem_options("s3", options)) is None, retries
+        budget = retry_budget(options)
+        assert budget.max_attempts == requests - 1, retries
+        assert budget.seconds is None, retries
+        assert budget.throttle_attempts is None, retries
     monkeypatch.setenv("AWS_RETRY_MODE", "standard")
-    assert s3.botocore_attempts(filesystem_options("s3", {})) == s3.DEFAULT_RETRY_ATTEMPTS
+    assert s3.policy_of(filesystem_options("s3", {})) is None
+    assert retry_budget(None).max_attempts == s3.DEFAULT_RETRY_ATTEMPTS - 1
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "7")
-    assert s3.botocore_attempts(filesystem_options("s3", {})) == 7
     assert retry_budget(None).max_attempts == 6
+    assert retry_budget({"retry_attempts": 2}).max_attempts == 1  # the keys win
 
 
 def test_the_environments_retry_settings_are_folded_into_the_options(

@@ -437,56 +437,79 @@ def test_a_read_whose_transfer_stops_keeps_to_its_retry_budget(
     assert took <= bound, msg
 
 
-#: (botocore's retries in config_kwargs, AWS_MAX_ATTEMPTS in the environment, PutObject
-#: requests per file) of REQ-6's budget set in the client's own options
+#: REQ-6's retry settings of the client itself: (s3fs's and botocore's storage_options
+#: besides the backend's, the budget keys, the environment, the PutObject fault, PutObject
+#: requests per file)
 CLIENT_BUDGET_CASES = (
-    ({"max_attempts": 0}, None, 1),
-    ({"total_max_attempts": 2}, None, 2),
-    (None, "2", 2),
+    ({"config_kwargs": {"retries": {"max_attempts": 0}}}, {}, {}, "500", 1),
+    ({"config_kwargs": {"retries": {"total_max_attempts": 2}}}, {}, {}, "500", 2),
+    ({}, {}, {"AWS_MAX_ATTEMPTS": "2"}, "500", 2),
+    ({"config_kwargs": {"retries": {"max_attempts": 0}}}, {}, {"AWS_MAX_ATTEMPTS": "2"}, "500", 1),
+    ({}, {}, {"AWS_RETRY_MODE": "standard"}, "503", 3),
+    ({"retries": 4}, {"retry_attempts": 2}, {}, "dropped", 2),
 )
 
 
 @pytest.mark.clause("REQ-6")
-@pytest.mark.parametrize(("retries", "environment", "requests"), CLIENT_BUDGET_CASES)
-def test_a_budget_in_the_client_options_is_kept(
-    sandbox, target, backend, ledger, monkeypatch, retries, environment, requests
+@pytest.mark.parametrize(
+    ("client", "budget", "environment", "fault", "requests"), CLIENT_BUDGET_CASES
+)
+def test_the_clients_own_retry_settings_are_kept(
+    sandbox, target, backend, ledger, monkeypatch, client, budget, environment, fault, requests
 ):
-    """REQ-6: with neither budget key and botocore's own retry setting (config_kwargs retries
-    max_attempts 0, or total_max_attempts 2; or AWS_MAX_ATTEMPTS=2 in the environment when
-    the storage is made), a PutObject answered 500 every time is sent once (twice) per file,
-    and the storage_options given are left unmodified."""
+    """REQ-6: botocore's own retry settings hold where no budget key is given: config_kwargs
+    retries max_attempts 0 (one PutObject per file while every one is answered 500), or
+    total_max_attempts 2 (two); AWS_MAX_ATTEMPTS=2 in the environment when the storage is
+    made (two), but not over config_kwargs' max_attempts 0 (one); AWS_RETRY_MODE=standard
+    alone (three while every PutObject is answered 503 SlowDown). s3fs's own retries 4 (its
+    loop repeats a call that failed on its connection) do not multiply retry_attempts 2 (at
+    most four while every PutObject's connection is dropped: two attempts, each of which the
+    HTTP client may send again once on a new connection). The storage_options given are left
+    unmodified."""
+    for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
     base = dict(backend.storage_options)
-    client_config = dict(base.get("config_kwargs", {}))
-    if retries is not None:
-        client_config["retries"] = retries
-    if environment is not None:
-        monkeypatch.setenv("AWS_MAX_ATTEMPTS", environment)
-    storage_options = {**base, "config_kwargs": client_config}
+    client_config = {**base.get("config_kwargs", {}), **client.get("config_kwargs", {})}
+    storage_options = {**base, **client, "config_kwargs": client_config}
     given = copy.deepcopy(storage_options)
-    coord = _coordinator(sandbox, target, 1, storage_options=storage_options)
+    coord = _coordinator(sandbox, target, 1, storage_options=storage_options, **budget)
     with tagged("REQ-6", "initialize the checkpoint", sandbox):
         coord.init_base()
         location = coord.checkpoint_location(1)
         factory = coord.access.resolve_checkpoint_storage_location(1, location.location_reference)
-    ledger.inject("PutObject", status=500, code="InternalError", times=None)
+    if fault == "503":
+        ledger.inject("PutObject", times=None)  # S3's 503 SlowDown
+    elif fault == "dropped":
+        ledger.inject("PutObject", drop_connection=True, times=None)
+    else:
+        ledger.inject("PutObject", status=500, code="InternalError", times=None)
     close = _ClosingRun(factory, payload(THRESHOLD * 8, 5))
     with ledger.record() as rec:
         close.run(ATTEMPTS_ALONE_SECONDS)
         ledger.clear_faults()
     msg = fail_message(
         "REQ-6",
-        "close a stream while PutObject fails, with the retries in the client's own options",
+        f"close a stream while PutObject is answered {fault}, with the client's own retries",
         sandbox,
-        config_kwargs=client_config,
-        AWS_MAX_ATTEMPTS=environment,
+        client=client,
+        budget=budget,
+        environment=environment,
     ) + (f"\noutcome after {close.took:.1f} s: {close.outcome}\n{rec.summary()}")
     puts = rec.filter(operation="PutObject")
     per_file = {r.key: rec.count(operation="PutObject", key_contains=r.key) for r in puts}
     assert close.outcome.startswith("OSError"), msg
     assert per_file, msg + "\n(no PutObject reached the server)"
-    assert set(per_file.values()) == {requests}, msg + (
-        f"\nPutObject requests per file: {per_file}; botocore's setting allows {requests}"
-    )
+    if fault == "dropped":  # the HTTP client may resend each attempt once on a new connection
+        assert max(per_file.values()) <= 2 * requests, msg + (
+            f"\nPutObject requests per file: {per_file}; these settings allow {requests} "
+            f"attempts, each sent at most twice"
+        )
+    else:
+        assert set(per_file.values()) == {requests}, msg + (
+            f"\nPutObject requests per file: {per_file}; these settings allow {requests}"
+        )
     assert storage_options == given, msg + (
         f"\nthe storage_options given were modified:\n{storage_options}\nnot\n{given}"
     )
