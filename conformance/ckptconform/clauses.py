@@ -1260,8 +1260,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "handles read elsewhere, ARCHITECTURE section 3).",
      ("decision",)),
     ("SPK-5", "MUST", (), "handles use the process-wide configuration",
-     "On object stores, a handle read in a process where no storage was unpickled reaches the "
-     "store through the scheme's process-wide configuration: the suite sets fsspec's "
+     "On object stores, a handle read in a process where no storage was unpickled (a Spark "
+     "executor, and a plain fresh process alike, where the completed location's metadata "
+     "handle reads too) reaches the store through the scheme's process-wide configuration "
+     "(ckptstore.api's third rule for handles read elsewhere): the suite sets fsspec's "
      "FSSPEC_<SCHEME>_<OPTION> variables (endpoint_url, key, secret) and, for S3, "
      "AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, all naming one route "
      "to the backend's server, and every read goes through that route. On S3, in the "

@@ -365,6 +365,28 @@ def routed_options(backend: Any, route: Any) -> dict[str, Any]:
 S3_ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL_S3"
 
 
+def process_wide_configuration(backend: Any, route: str) -> tuple[dict[str, str], str | None]:
+    """Environment variables that configure the backend's scheme for a whole process to reach
+    its server through ``route`` (fsspec's ``FSSPEC_<SCHEME>_<OPTION>``; for S3 botocore's
+    :data:`S3_ENDPOINT_VARIABLE` and keys as well), and the access key that then signs the
+    requests: a key of their own where the server accepts any, else ``None`` (the backend's).
+    """
+    options = backend.storage_options
+    key, secret, expected = options.get("key"), options.get("secret"), None
+    if backend.accepts_any_credentials:
+        key = expected = f"ckptconform-env-{random_name(8)}"
+        secret = random_name(24)
+    scheme = backend.scheme.upper()
+    environ = {f"FSSPEC_{scheme}_ENDPOINT_URL": route}
+    if key is not None and secret is not None:
+        environ.update({f"FSSPEC_{scheme}_KEY": key, f"FSSPEC_{scheme}_SECRET": secret})
+    if backend.scheme == "s3":
+        environ[S3_ENDPOINT_VARIABLE] = route
+        if key is not None and secret is not None:
+            environ.update(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret)
+    return environ, expected
+
+
 def endpointless_options(backend: Any, *, own_key: bool = False) -> dict[str, Any]:
     """The backend's storage_options with no endpoint in them (neither ``endpoint_url`` nor
     ``client_kwargs['endpoint_url']``): an S3 client then takes its endpoint from botocore's

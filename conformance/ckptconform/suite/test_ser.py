@@ -34,6 +34,7 @@ from ckptconform.suite._driver import (
     file_path,
     join,
     payload,
+    process_wide_configuration,
     read_handle,
     require,
     routed_options,
@@ -183,10 +184,13 @@ CHILD_PRELUDE = textwrap.dedent(
 )
 
 
-def in_fresh_process(script: str, first: bytes, rest: bytes) -> subprocess.CompletedProcess[bytes]:
+def in_fresh_process(
+    script: str, first: bytes, rest: bytes, environ: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """Run :data:`CHILD_PRELUDE` and ``script`` in a fresh interpreter with this process's
-    import path; its stdin holds the two pickles ``(first, rest)``, unpickled in that order."""
-    env = dict(os.environ)
+    import path and environment (updated by ``environ``); its stdin holds the two pickles
+    ``(first, rest)``, unpickled in that order."""
+    env = {**os.environ, **(environ or {})}
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     return subprocess.run(
         [sys.executable, "-c", CHILD_PRELUDE + script],
@@ -491,10 +495,16 @@ READER = textwrap.dedent(
 )
 
 
-def _read_elsewhere(storages: list[Any], handles: list[Any], completed: Any, dispose: bool) -> Any:
+def _read_elsewhere(
+    storages: list[Any],
+    handles: list[Any],
+    completed: Any,
+    dispose: bool,
+    environ: dict[str, str] | None = None,
+) -> Any:
     """Run :data:`READER` in a fresh process (the finished process)."""
     box = {"handles": handles, "completed": completed, "dispose": dispose}
-    return in_fresh_process(READER, pickle.dumps(storages), pickle.dumps(box))
+    return in_fresh_process(READER, pickle.dumps(storages), pickle.dumps(box), environ)
 
 
 def _written_through_own_endpoint(sandbox, target) -> tuple[Any, Any, list[Any], list[bytes]]:
@@ -506,6 +516,41 @@ def _written_through_own_endpoint(sandbox, target) -> tuple[Any, Any, list[Any],
     )
     handles = [h for h, _ in written]
     return drv, completed, handles, [b for _, b in written] + [b"elsewhere"]
+
+
+@pytest.mark.clause("SPK-5")
+@pytest.mark.backend_traits(object_store=True, cross_process=True)
+def test_process_wide_configuration_in_a_plain_process(sandbox, target, backend, ledger):
+    """SPK-5: a plain fresh process that unpickled no storage reads the handles and the
+    completed location's metadata through the route that fsspec's and botocore's variables
+    name, signed with the key they name where the server accepts any."""
+    _, completed, handles, blobs = _written_through_own_endpoint(sandbox, target)
+    with second_route(backend) as route:
+        environ, key = process_wide_configuration(backend, route.url)
+        with route.ledger.record() as via_route, ledger.record() as at_server:
+            proc = _read_elsewhere([], handles, completed, dispose=False, environ=environ)
+    msg = fail_message(
+        "SPK-5",
+        "read in a plain process without a storage",
+        sandbox,
+        route=route.url,
+        variables=sorted(environ),
+        key=key,
+    )
+    assert proc.returncode == 0, msg + "\n" + proc.stderr.decode(errors="replace")[-3000:]
+    assert pickle.loads(proc.stdout) == blobs, msg + "\nthe bytes differ"
+    files = [h for h in [*handles, completed.metadata_handle] if file_path(h) is not None]
+    gets = via_route.filter(operation="GetObject")
+    where = (
+        f"\n{len(gets)} GetObject through the configured route, "
+        f"{at_server.count(operation='GetObject')} at the server, for {len(files)} file-backed "
+        f"handles\nat the server:\n{at_server.summary()}"
+    )
+    assert len(gets) >= len(files), msg + where
+    assert at_server.count(operation="GetObject") == len(gets), msg + where
+    if key is not None and gets:
+        keys = {request.access_key for request in gets}
+        assert keys == {key}, msg + f"\nsigned with {sorted(map(str, keys))}, not {key}"
 
 
 @pytest.mark.clause("SER-4")

@@ -37,6 +37,7 @@ from ckptconform.suite._driver import (
     join,
     move_tree,
     payload,
+    process_wide_configuration,
     read_handle,
     require,
     second_route,
@@ -306,19 +307,7 @@ def test_handles_use_the_process_wide_configuration(sandbox, target, spark, back
     """SPK-5: a handle read in a process without a storage uses the FSSPEC/AWS variables."""
 
     def configure(route: str) -> tuple[Any, dict[str, str], str | None]:
-        options = backend.storage_options
-        key, secret, expected = options.get("key"), options.get("secret"), None
-        if backend.accepts_any_credentials:
-            key = expected = f"ckptconform-env-{random_name(8)}"
-            secret = random_name(24)
-        scheme = backend.scheme.upper()
-        environ = {f"FSSPEC_{scheme}_ENDPOINT_URL": route}
-        if key is not None and secret is not None:
-            environ.update({f"FSSPEC_{scheme}_KEY": key, f"FSSPEC_{scheme}_SECRET": secret})
-        if backend.scheme == "s3":
-            environ["AWS_ENDPOINT_URL_S3"] = route
-            if key is not None and secret is not None:
-                environ.update(AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret)
+        environ, expected = process_wide_configuration(backend, route)
         return None, environ, expected
 
     _restore_through_a_route("SPK-5", sandbox, target, spark, backend, ledger, configure)
