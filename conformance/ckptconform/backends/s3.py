@@ -90,6 +90,19 @@ def s3_missing_packages() -> str | None:
     return None
 
 
+def abort_open_uploads(raw: Any, bucket: str, prefix: str | None = None) -> list[str]:
+    """Abort the multipart uploads open in ``bucket`` (below ``prefix``) through s3fs's raw
+    client ``raw``; return their keys, sorted. One page of the listing (1000 uploads): a test
+    leaves far fewer."""
+    where = {"Bucket": bucket} if prefix is None else {"Bucket": bucket, "Prefix": prefix}
+    uploads = raw.call_s3("list_multipart_uploads", **where).get("Uploads", [])
+    for upload in uploads:
+        raw.call_s3(
+            "abort_multipart_upload", Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+        )
+    return sorted(upload["Key"] for upload in uploads)
+
+
 class S3Backend(Backend):
     """Common code of the S3 legs: options, raw s3fs, bucket creation."""
 
@@ -232,14 +245,7 @@ class S3Backend(Backend):
         raw = self.raw
         try:
             with contextlib.suppress(Exception):  # servers without the listing: no uploads
-                answer = raw.call_s3("list_multipart_uploads", Bucket=name)
-                for upload in answer.get("Uploads", []):
-                    raw.call_s3(
-                        "abort_multipart_upload",
-                        Bucket=name,
-                        Key=upload["Key"],
-                        UploadId=upload["UploadId"],
-                    )
+                abort_open_uploads(raw, name)
             keys = raw.find(name)
             if keys:
                 raw.rm(keys)

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from ckptconform.backends.base import BackendUnavailableError, random_name
+from ckptconform.backends.s3 import abort_open_uploads
 from ckptconform.failures import ClauseFailure
 from ckptconform.workload import payload
 from ckptstore.api import (
@@ -304,13 +305,7 @@ def open_uploads_below(sandbox: Any, url: str) -> list[str]:
     if sandbox.backend.scheme != "s3" or not hasattr(raw, "call_s3"):
         return []
     bucket, key, _ = raw.split_path(sandbox.raw_path(url))
-    answer = raw.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=key.rstrip("/") + "/")
-    uploads = answer.get("Uploads", [])
-    for upload in uploads:
-        raw.call_s3(
-            "abort_multipart_upload", Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]
-        )
-    return sorted(upload["Key"] for upload in uploads)
+    return abort_open_uploads(raw, bucket, key.rstrip("/") + "/")
 
 
 def rel_paths(sandbox: Any, url: str) -> tuple[list[str], list[str]]:
