@@ -266,7 +266,9 @@ def contract_class(exc: BaseException) -> tuple[type[CheckpointIOError], int]:
     ``CheckpointNotFoundError`` (ENOENT), an existing one ``CheckpointFileExistsError``
     (EEXIST), an unreachable endpoint ``EndpointUnreachableError`` (the failure's own
     connection errno, else ECONNREFUSED), anything else ``CheckpointIOError`` (the
-    failure's errno, else EIO)."""
+    failure's errno where Python's ``OSError`` keeps that errno a plain ``OSError``, else
+    EIO: ENOTDIR would make a ``NotADirectoryError``, which a ``CheckpointIOError`` is not;
+    the failure itself stays the error's cause)."""
     if isinstance(exc, FileNotFoundError):
         return CheckpointNotFoundError, errno.ENOENT
     if isinstance(exc, FileExistsError):
@@ -275,6 +277,8 @@ def contract_class(exc: BaseException) -> tuple[type[CheckpointIOError], int]:
     own = exc.errno if isinstance(exc, OSError) and exc.errno else None
     if unreachable:
         return EndpointUnreachableError, own or errno.ECONNREFUSED
+    if own is not None and type(OSError(own, "")) is not OSError:
+        own = None
     return CheckpointIOError, own or errno.EIO
 
 

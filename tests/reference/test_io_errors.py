@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 from typing import Any, ClassVar
 
@@ -214,3 +215,17 @@ def test_causal_chain_follows_causes_then_contexts_once_each() -> None:
     assert list(causal_chain(outer)) == [outer, middle, inner]
     assert is_unreachable(outer)
     assert not is_unreachable(RuntimeError("alone"))
+
+
+def test_an_errno_with_a_class_of_its_own_becomes_eio() -> None:
+    """BAD-14: a CheckpointIOError keeps the failure's errno only where OSError keeps that
+    errno a plain OSError (ENOSPC), else EIO (ENOTDIR would be a NotADirectoryError)."""
+    from ckptstore.errors import CheckpointIOError
+    from ckptstore.io_errors import contract_class
+
+    assert contract_class(OSError(errno.ENOSPC, "full")) == (CheckpointIOError, errno.ENOSPC)
+    assert contract_class(NotADirectoryError(errno.ENOTDIR, "no")) == (
+        CheckpointIOError,
+        errno.EIO,
+    )
+    assert contract_class(PermissionError(errno.EACCES, "no")) == (CheckpointIOError, errno.EIO)

@@ -1552,6 +1552,29 @@ def test_a_removed_state_is_enoent(sandbox, target):
 
 
 @pytest.mark.clause("BAD-14")
+@pytest.mark.requires("savepoints")
+@pytest.mark.backend_traits(object_store=False)
+@pytest.mark.parametrize("where", ["the-file", "below-the-file"])
+def test_a_savepoint_target_at_a_file_keeps_errno_and_class(sandbox, target, where):
+    """BAD-14: a savepoint target that is an existing file, or lies below one (SAV-8's cases),
+    raises OSErrors whose errno Python's OSError maps to their class (ENOTDIR only on a
+    NotADirectoryError)."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    blocker = join(sandbox.root, f"not-a-directory-{random_name(6)}")
+    put_file(sandbox, blocker, b"a file, not a directory")
+    target_dir = blocker if where == "the-file" else join(blocker, "savepoints")
+
+    def savepoint() -> None:
+        location = drv.access.initialize_location_for_savepoint(1, target_dir)
+        drv.finalize(location, b"savepoint metadata")
+
+    run = StoreRun("")
+    run.step(f"a savepoint to {target_dir}", savepoint)
+    _require_none("BAD-14", _errno_findings(run, lambda e: None), run, "a savepoint at a file")
+
+
+@pytest.mark.clause("BAD-14")
 def test_a_refused_connection_is_econnrefused(sandbox, target, backend):
     """BAD-14: through an endpoint that refuses connections every OSError carries errno
     ECONNREFUSED."""
