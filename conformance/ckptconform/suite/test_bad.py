@@ -1556,9 +1556,8 @@ def test_a_removed_state_is_enoent(sandbox, target):
 @pytest.mark.backend_traits(object_store=False)
 @pytest.mark.parametrize("where", ["the-file", "below-the-file"])
 def test_a_savepoint_target_at_a_file_keeps_errno_and_class(sandbox, target, where):
-    """BAD-14: a savepoint target that is an existing file, or lies below one (SAV-8's cases),
-    raises OSErrors whose errno Python's OSError maps to their class (ENOTDIR only on a
-    NotADirectoryError)."""
+    """BAD-14: a savepoint target that is an existing file, or lies below one, raises OSErrors
+    whose errno Python's OSError maps to their class (ENOTDIR only on a NotADirectoryError)."""
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
     blocker = join(sandbox.root, f"not-a-directory-{random_name(6)}")
