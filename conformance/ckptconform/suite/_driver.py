@@ -382,6 +382,35 @@ def process_wide_configuration(backend: Any, route: str) -> tuple[dict[str, str]
     return environ, expected
 
 
+def check_reads_took_route(
+    clause: str,
+    sandbox: Any,
+    via_route: Any,
+    at_server: Any,
+    files: int,
+    key: str | None,
+    **inputs: Any,
+) -> None:
+    """Every GetObject of ``files`` file-backed handles went through the configured route
+    (its ledger ``via_route`` counts as many as the server's ``at_server``, at least one per
+    file), signed with ``key`` where one is expected."""
+    gets = via_route.filter(operation="GetObject")
+    where = (
+        f"\n{len(gets)} GetObject through the configured route, "
+        f"{at_server.count(operation='GetObject')} at the server, for {files} file-backed "
+        f"handles\nat the server:\n{at_server.summary()}"
+    )
+    with tagged(clause, "which endpoint the reads took", sandbox, **inputs):
+        assert len(gets) >= files, where
+        assert at_server.count(operation="GetObject") == len(gets), where
+    if key is not None and gets:
+        keys = {request.access_key for request in gets}
+        with tagged(clause, "which credentials signed the reads", sandbox, **inputs):
+            assert keys == {key}, (
+                f"signed with {sorted(map(str, keys))}, the configured key is {key}"
+            )
+
+
 def endpointless_options(backend: Any, *, own_key: bool = False) -> dict[str, Any]:
     """The backend's storage_options with no endpoint in them (neither ``endpoint_url`` nor
     ``client_kwargs['endpoint_url']``): an S3 client then takes its endpoint from botocore's

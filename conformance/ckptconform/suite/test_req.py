@@ -343,6 +343,20 @@ RETRY_CASES = (
 ATTEMPTS_ALONE_SECONDS = 30.0
 
 
+def _put_fault(ledger: Any, fault: str, times: int | None = None) -> None:
+    """Answer PutObject ``times`` times (``None``: until cleared) as REQ-6's ``fault`` says:
+    500 InternalError (persistent), S3's 503 SlowDown (throttled), a dropped connection
+    (dropped) or no answer for 60 seconds (hung)."""
+    if fault == "persistent":
+        ledger.inject("PutObject", status=500, code="InternalError", times=times)
+    elif fault == "throttled":
+        ledger.inject("PutObject", times=times)
+    elif fault == "dropped":
+        ledger.inject("PutObject", drop_connection=True, times=times)
+    else:
+        ledger.inject("PutObject", delay=60, times=times)
+
+
 @pytest.mark.clause("REQ-6")
 @pytest.mark.parametrize(("attempts", "seconds", "fault"), RETRY_CASES)
 def test_an_operation_keeps_to_its_retry_budget(sandbox, target, ledger, attempts, seconds, fault):
@@ -358,14 +372,10 @@ def test_an_operation_keeps_to_its_retry_budget(sandbox, target, ledger, attempt
         location = coord.checkpoint_location(1)
         factory = coord.access.resolve_checkpoint_storage_location(1, location.location_reference)
     blob = payload(THRESHOLD * 8, attempts or 1)
-    if fault == "persistent":
-        ledger.inject("PutObject", status=500, code="InternalError", times=None)
-    elif fault == "throttled":
-        ledger.inject("PutObject", times=None)  # S3's 503 SlowDown
-    elif fault == "transient":
-        ledger.inject("PutObject", status=500, code="InternalError", times=attempts - 1)
+    if fault == "transient":
+        _put_fault(ledger, "persistent", times=attempts - 1)
     else:
-        ledger.inject("PutObject", delay=60, times=None)
+        _put_fault(ledger, fault)
     close = _ClosingRun(factory, blob)
     with ledger.record() as rec:
         close.run(bound)
@@ -438,14 +448,20 @@ def test_a_read_whose_transfer_stops_keeps_to_its_retry_budget(
 
 
 #: REQ-6's retry settings of the client itself: (s3fs's and botocore's storage_options
-#: besides the backend's, the budget keys, the environment, the PutObject fault, PutObject
-#: requests per file)
+#: besides the backend's, the budget keys, the environment, the PutObject fault of
+#: :func:`_put_fault`, PutObject requests per file)
 CLIENT_BUDGET_CASES = (
-    ({"config_kwargs": {"retries": {"max_attempts": 0}}}, {}, {}, "500", 1),
-    ({"config_kwargs": {"retries": {"total_max_attempts": 2}}}, {}, {}, "500", 2),
-    ({}, {}, {"AWS_MAX_ATTEMPTS": "2"}, "500", 2),
-    ({"config_kwargs": {"retries": {"max_attempts": 0}}}, {}, {"AWS_MAX_ATTEMPTS": "2"}, "500", 1),
-    ({}, {}, {"AWS_RETRY_MODE": "standard"}, "503", 3),
+    ({"config_kwargs": {"retries": {"max_attempts": 0}}}, {}, {}, "persistent", 1),
+    ({"config_kwargs": {"retries": {"total_max_attempts": 2}}}, {}, {}, "persistent", 2),
+    ({}, {}, {"AWS_MAX_ATTEMPTS": "2"}, "persistent", 2),
+    (
+        {"config_kwargs": {"retries": {"max_attempts": 0}}},
+        {},
+        {"AWS_MAX_ATTEMPTS": "2"},
+        "persistent",
+        1,
+    ),
+    ({}, {}, {"AWS_RETRY_MODE": "standard"}, "throttled", 3),
     ({"retries": 4}, {"retry_attempts": 2}, {}, "dropped", 2),
 )
 
@@ -479,19 +495,14 @@ def test_the_clients_own_retry_settings_are_kept(
         coord.init_base()
         location = coord.checkpoint_location(1)
         factory = coord.access.resolve_checkpoint_storage_location(1, location.location_reference)
-    if fault == "503":
-        ledger.inject("PutObject", times=None)  # S3's 503 SlowDown
-    elif fault == "dropped":
-        ledger.inject("PutObject", drop_connection=True, times=None)
-    else:
-        ledger.inject("PutObject", status=500, code="InternalError", times=None)
+    _put_fault(ledger, fault)
     close = _ClosingRun(factory, payload(THRESHOLD * 8, 5))
     with ledger.record() as rec:
         close.run(ATTEMPTS_ALONE_SECONDS)
         ledger.clear_faults()
     msg = fail_message(
         "REQ-6",
-        f"close a stream while PutObject is answered {fault}, with the client's own retries",
+        f"close a stream while PutObject is {fault}, with the client's own retries",
         sandbox,
         client=client,
         budget=budget,

@@ -28,6 +28,7 @@ from ckptconform.suite._driver import (
     S3_ENDPOINT_VARIABLE,
     SHARED,
     JobDriver,
+    check_reads_took_route,
     endpointless_options,
     fail_message,
     file_options,
@@ -540,17 +541,7 @@ def test_process_wide_configuration_in_a_plain_process(sandbox, target, backend,
     assert proc.returncode == 0, msg + "\n" + proc.stderr.decode(errors="replace")[-3000:]
     assert pickle.loads(proc.stdout) == blobs, msg + "\nthe bytes differ"
     files = [h for h in [*handles, completed.metadata_handle] if file_path(h) is not None]
-    gets = via_route.filter(operation="GetObject")
-    where = (
-        f"\n{len(gets)} GetObject through the configured route, "
-        f"{at_server.count(operation='GetObject')} at the server, for {len(files)} file-backed "
-        f"handles\nat the server:\n{at_server.summary()}"
-    )
-    assert len(gets) >= len(files), msg + where
-    assert at_server.count(operation="GetObject") == len(gets), msg + where
-    if key is not None and gets:
-        keys = {request.access_key for request in gets}
-        assert keys == {key}, msg + f"\nsigned with {sorted(map(str, keys))}, not {key}"
+    check_reads_took_route("SPK-5", sandbox, via_route, at_server, len(files), key, route=route.url)
 
 
 @pytest.mark.clause("SER-4")

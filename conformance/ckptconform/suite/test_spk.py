@@ -29,6 +29,7 @@ from ckptconform.backends.base import random_name
 from ckptconform.suite._driver import (
     S3_ENDPOINT_VARIABLE,
     JobDriver,
+    check_reads_took_route,
     closed_port,
     endpointless_options,
     fail_message,
@@ -268,21 +269,7 @@ def _restore_through_a_route(
         with route.ledger.record() as via_route, ledger.record() as at_server:
             reports = _restore(spark, run.states, storage=storage, environ=environ)
     _check_restored(clause, sandbox, reports, len(run.states), **inputs)
-    gets = via_route.filter(operation="GetObject")
-    where = (
-        f"\n{len(gets)} GetObject through the configured route, "
-        f"{at_server.count(operation='GetObject')} at the server, for {len(files)} file-backed "
-        f"handles\nat the server:\n{at_server.summary()}"
-    )
-    with tagged(clause, "which endpoint the reads took", sandbox, **inputs):
-        assert len(gets) >= len(files), where
-        assert at_server.count(operation="GetObject") == len(gets), where
-    if key is not None and gets:
-        keys = {request.access_key for request in gets}
-        with tagged(clause, "which credentials signed the reads", sandbox, **inputs):
-            assert keys == {key}, (
-                f"signed with {sorted(map(str, keys))}, the configured key is {key}"
-            )
+    check_reads_took_route(clause, sandbox, via_route, at_server, len(files), key, **inputs)
 
 
 @pytest.mark.clause("SPK-4")
