@@ -388,12 +388,12 @@ def check_reads_took_route(
     via_route: Any,
     at_server: Any,
     files: int,
-    key: str | None,
+    signing_key: str | None,
     **inputs: Any,
 ) -> None:
     """Every GetObject of ``files`` file-backed handles went through the configured route
     (its ledger ``via_route`` counts as many as the server's ``at_server``, at least one per
-    file), signed with ``key`` where one is expected."""
+    file), signed with ``signing_key`` where one is expected."""
     gets = via_route.filter(operation="GetObject")
     where = (
         f"\n{len(gets)} GetObject through the configured route, "
@@ -403,11 +403,11 @@ def check_reads_took_route(
     with tagged(clause, "which endpoint the reads took", sandbox, **inputs):
         assert len(gets) >= files, where
         assert at_server.count(operation="GetObject") == len(gets), where
-    if key is not None and gets:
+    if signing_key is not None and gets:
         keys = {request.access_key for request in gets}
         with tagged(clause, "which credentials signed the reads", sandbox, **inputs):
-            assert keys == {key}, (
-                f"signed with {sorted(map(str, keys))}, the configured key is {key}"
+            assert keys == {signing_key}, (
+                f"signed with {sorted(map(str, keys))}, the configured key is {signing_key}"
             )
 
 
