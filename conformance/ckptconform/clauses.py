@@ -822,8 +822,12 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("SAV-7", "MUST", ("relocatable-savepoints",), "moved savepoints restore",
      "A savepoint directory moved as a whole (the original deleted) resolves at its new place, "
      "and its exclusive state handles, passed through the new location's resolve_handle, read "
-     "the same bytes (Flink H6, FLINK-5763).",
-     ("H6", "P11")),
+     "the same bytes; where entropy-injection is claimed, on object stores (as LAY-8), the "
+     "same holds for a savepoint taken to the default savepoint directory by a storage whose "
+     "checkpoint path holds the entropy key as a whole segment and the savepoint directory "
+     "does not (Flink H6, FLINK-5763; E6: only paths that hold the key get entropy, and only "
+     "their exclusive handles are absolute).",
+     ("H6", "P11", "E6")),
     ("SAV-8", "MUST", ("savepoints",), "a file is no savepoint target",
      "On file systems with directories, initialize_location_for_savepoint with a target that is "
      "an existing file, or lies below one, raises OSError, at initialization or at the latest "

@@ -209,11 +209,38 @@ def test_workers_write_into_savepoints(sandbox, target):
     )
 
 
+#: SAV-7's storages: the sandbox's, and, on object stores as LAY-8, one whose checkpoint path
+#: holds an entropy key (its savepoint goes to a directory without the key, so its handles
+#: must stay relative: Flink E6)
+SAVEPOINT_STORAGES = (
+    pytest.param(None, id="plain"),
+    pytest.param(
+        "_entropy_",
+        id="entropy-key-in-the-checkpoint-path",
+        marks=[
+            pytest.mark.requires("entropy-injection"),
+            pytest.mark.backend_traits(object_store=True),
+        ],
+    ),
+)
+
+
 @pytest.mark.clause("SAV-7")
-def test_moved_savepoints_restore(sandbox, target):
-    """SAV-7: a savepoint directory moved as a whole restores at its new place."""
-    drv = JobDriver(sandbox, **file_options(target))
-    completed, written = take_savepoint(drv, None, scopes=(EXCLUSIVE,))
+@pytest.mark.parametrize("entropy_key", SAVEPOINT_STORAGES)
+def test_moved_savepoints_restore(sandbox, target, entropy_key):
+    """SAV-7: a savepoint directory moved as a whole restores at its new place, also when
+    the storage's checkpoint path holds an entropy key and the savepoint's directory does
+    not."""
+    options = dict(file_options(target))
+    if entropy_key is not None:
+        options.update(
+            checkpoint_dir=join(sandbox.checkpoint_dir, entropy_key, "cp"),
+            entropy_key=entropy_key,
+            entropy_length=4,
+        )
+    drv = JobDriver(sandbox, **options)
+    with tagged("SAV-7", "take a savepoint", sandbox, **options):
+        completed, written = take_savepoint(drv, None, scopes=(EXCLUSIVE,))
     old = completed.external_pointer
     new = join(sandbox.root, "moved", old.rstrip("/").rsplit("/", 1)[1])
     move_tree(sandbox, old, new)
