@@ -1210,9 +1210,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "writing, close(), reading an inline handle, duplicating a file-backed handle written "
      "before (where fast-duplicate is claimed), discarding it, dispose_on_failure of the "
      "checkpoint's location and dispose_storage_location of the completed checkpoint either "
-     "succeed or fail the same way "
-     "(decision, as BAD-10 for a refused connection: S3's error text names no endpoint, and "
-     "an operator whose storage reaches several needs to know which one refused).",
+     "succeed or fail the same way; and on every backend that reaches a server (an "
+     "endpoint_url, or an SFTP server's host and port), in BAD-15's steps that create "
+     "directories or files, every OSError other than a FileNotFoundError names the server's "
+     "host and port, the path past the server's limits being its refusal "
+     "(decision, as BAD-10 for a refused connection: S3's and SFTP's error texts name no "
+     "endpoint, and an operator whose storage reaches several needs to know which one "
+     "refused).",
      ("decision",)),
     ("BAD-14", "SHOULD", (), "errno and class agree",
      "Every OSError the storage raises carries an errno, one that Python's OSError(errno, "
@@ -1230,6 +1234,29 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "errno and callers branch on either, so that retry logic tells a missing object, an "
      "unreachable store and a refused request apart; Flink's Java exceptions carry their "
      "class only).",
+     ("decision",)),
+    ("BAD-15", "MUST", (), "paths past the file system's limit fail typed",
+     "On every backend, with a checkpoint directory that is also the default savepoint "
+     "directory, below the test's root, whose URL is 4030 or 4075 characters long (segments "
+     "of at most 200 characters), so that the paths made below it pass the local file "
+     "system's limit of 4096 bytes (Linux's PATH_MAX) at the state files and _metadata, or "
+     "already at the job's directories (and an object store's keys pass S3's limit of 1024 "
+     "bytes): make_storage with create_checkpoint_storage, initializing the base "
+     "locations and checkpoint 1's location, closing a stream of 3000 bytes of its state, "
+     "finalizing its _metadata, a savepoint at the default directory and resolve_checkpoint "
+     "of <checkpoint directory>/<job id>/chk-1 each either succeed or raise OSError or "
+     "ValueError, and nothing else; a storage that refuses the directory at make_storage "
+     "meets this (decision: a path the store cannot hold is the store's refusal or bad "
+     "input, never a crash inside the storage; Flink's IOException).",
+     ("decision",)),
+    ("BAD-16", "SHOULD", (), "the file system's errno is kept",
+     "On the local file system, in BAD-15's steps that create directories or files (all "
+     "but make_storage and resolve_checkpoint), every OSError other than a "
+     "FileNotFoundError carries errno ENAMETOOLONG, the errno of the file system's own "
+     "refusal, which Python's OSError maps to no subclass (decision, beyond Flink: a "
+     "storage that wraps a file system's failure keeps its errno where BAD-14 allows, so "
+     "that callers tell a name too long from a full disk, ENOSPC, or a denied access, "
+     "EACCES, without parsing messages; Flink's Java exceptions carry their class only).",
      ("decision",)),
     # ------------------------------------------------------------------ SPK
     ("SPK-1", "MUST", (), "storages ship to executors",

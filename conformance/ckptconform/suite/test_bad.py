@@ -1596,3 +1596,137 @@ def test_a_denied_request_is_no_connection_error(sandbox, target, backend, ledge
         return None
 
     _require_none("BAD-14", _errno_findings(run, connection_like), run, "steps under 403")
+
+
+# --------------------------------------------------------------------------- BAD-15, BAD-16
+
+#: BAD-15's checkpoint directories: URLs this long (at most the 4096 characters below which
+#: a storage must take a path), in segments of at most 200 characters, so that the paths made
+#: below them pass Linux's PATH_MAX (4096 bytes) at different steps: the state files and the
+#: temporary names of a publish (4030), the job's directories (4075).
+LONG_CHECKPOINT_DIRS = (4030, 4075)
+#: The longest segment of such a directory (NAME_MAX is 255).
+LONG_SEGMENT = 200
+#: BAD-15's steps that create directories or files (BAD-16 judges their errors).
+CREATING_STEPS = (
+    "initialize_base_locations_for_checkpoint",
+    "initialize_location_for_checkpoint(1)",
+    "close a stream of 3000 bytes",
+    "finalize _metadata",
+    "a savepoint at the default directory",
+)
+
+
+def long_directory(root: str, length: int) -> str:
+    """``root`` with segments of at most :data:`LONG_SEGMENT` characters appended until the
+    URL is ``length`` characters long."""
+    url = root.rstrip("/")
+    while len(url) < length:
+        url = join(url, "d" * min(LONG_SEGMENT, length - len(url) - 1))
+    return url
+
+
+def _long_path_run(sandbox: Any, target: Any, length: int) -> StoreRun:
+    """BAD-15's steps with a checkpoint and savepoint directory ``length`` characters long.
+
+    Each step runs whether or not the ones before it failed, with what they made: a
+    storage refused at make_storage ends the run (refusing a path up front is allowed)."""
+    directory = long_directory(join(sandbox.root, "long"), length)
+    run = StoreRun("")
+    made = run.step(
+        "make_storage and create_checkpoint_storage",
+        lambda: JobDriver(
+            sandbox, checkpoint_dir=directory, savepoint_dir=directory, **file_options(target)
+        ),
+    )
+    drv = made.result
+    if drv is None:
+        return run
+    base, checkpoint, stream, metadata, savepoint_step = CREATING_STEPS
+    run.step(base, drv.init_base)
+    location = run.step(checkpoint, lambda: drv.location(1)).result
+    if location is not None:
+        factory = drv.worker(1, location.location_reference)
+        run.step(stream, lambda: write_state(factory, payload(3000)))
+        run.step(metadata, lambda: drv.finalize(location, b"long path"))
+
+    def savepoint() -> Any:
+        savepoint_location = drv.access.initialize_location_for_savepoint(2, None)
+        return drv.finalize(savepoint_location, b"long path savepoint")
+
+    run.step(savepoint_step, savepoint)
+    pointer = drv.chk_dir(1)
+    run.step(
+        f"resolve_checkpoint of {show(pointer, 40)}",
+        lambda: drv.fresh_storage().resolve_checkpoint(pointer),
+    )
+    return run
+
+
+@pytest.mark.clause("BAD-15")
+@pytest.mark.parametrize("length", LONG_CHECKPOINT_DIRS)
+def test_paths_past_the_file_systems_limit(sandbox, target, length):
+    """BAD-15: with checkpoint and savepoint directories so long that the paths made below
+    them pass the file system's limit, every step succeeds or raises OSError or ValueError."""
+    run = _long_path_run(sandbox, target, length)
+    findings = [
+        f"  {step.name}: neither an OSError nor a ValueError: {step.said()}"
+        for step in run.steps
+        if step.error is not None and not isinstance(step.error, OSError | ValueError)
+    ]
+    _require_none("BAD-15", findings, run, f"steps with a {length}-character checkpoint path")
+
+
+@pytest.mark.clause("BAD-16")
+@pytest.mark.backend_traits(object_store=False)
+@pytest.mark.parametrize("length", LONG_CHECKPOINT_DIRS)
+def test_a_name_too_long_keeps_its_errno(sandbox, target, backend, length):
+    """BAD-16: on the local file system, with checkpoint paths past its limit, every OSError
+    but a FileNotFoundError of the steps that create directories or files carries errno
+    ENAMETOOLONG, the file system's own."""
+    if backend.scheme != "file":
+        pytest.skip(f"the {backend.name} leg is no local file system: its limits are its own")
+    run = _long_path_run(sandbox, target, length)
+    findings = [
+        f"  {step.name}: errno {step.error.errno}, not ENAMETOOLONG: {step.said()}"
+        for step in run.steps
+        if step.name in CREATING_STEPS
+        and isinstance(step.error, OSError)
+        and not isinstance(step.error, FileNotFoundError)
+        and step.error.errno != errno.ENAMETOOLONG
+    ]
+    _require_none("BAD-16", findings, run, f"steps with a {length}-character checkpoint path")
+
+
+def server_endpoint(backend: Any) -> str | None:
+    """``host:port`` of the server a backend's storage_options reach (an endpoint_url, or an
+    SFTP server's host and port); None for a store in this process or on this machine."""
+    options = backend.storage_options
+    if options.get("endpoint_url"):
+        return host_and_port(str(options["endpoint_url"]))
+    if options.get("host"):
+        port = options.get("port")
+        return f"{options['host']}:{port}" if port else str(options["host"])
+    return None
+
+
+@pytest.mark.clause("BAD-13")
+@pytest.mark.parametrize("length", LONG_CHECKPOINT_DIRS)
+def test_a_servers_refusal_of_a_long_path_names_it(sandbox, target, backend, length):
+    """BAD-13: on backends that reach a server, with checkpoint paths past its limits, every
+    OSError but a FileNotFoundError of the steps that create directories or files names the
+    server's host and port."""
+    endpoint = server_endpoint(backend)
+    if endpoint is None:
+        pytest.skip(f"the {backend.name} leg reaches no server: there is no endpoint to name")
+    run = _long_path_run(sandbox, target, length)
+    run.endpoint = endpoint
+    findings = [
+        f"  {step.name}: {unnamed}: {step.said()}"
+        for step in run.steps
+        if step.name in CREATING_STEPS
+        and isinstance(step.error, OSError)
+        and not isinstance(step.error, FileNotFoundError)
+        and (unnamed := run.unnamed(str(step.error))) is not None
+    ]
+    _require_none("BAD-13", findings, run, f"steps with a {length}-character checkpoint path")
