@@ -21,12 +21,18 @@ accepted; they also carry these as attributes ``argument``, ``value`` and ``acce
 
 I/O errors (raised through ``ckptstore.io_errors``, the one mapping of file-system and client
 library failures) are ``CheckpointIOError`` (``OSError``) and its subclasses; their messages
-name the action, the path and the endpoint, never a credential.
+name the action, the path and the endpoint, never a credential. Each carries an errno that
+Python's ``OSError(errno, text)`` maps to its own built-in class (BAD-14): the failure's own
+where ``ckptstore.io_errors`` keeps it, else its class's ``default_errno`` (EIO for a plain
+``CheckpointIOError``, ENOENT for a missing file, EEXIST for an existing one...).
 
 This module does no I/O and imports nothing but the standard library.
 """
 
 from __future__ import annotations
+
+import errno
+from typing import ClassVar
 
 __all__ = [
     "ArgumentOutOfRangeError",
@@ -94,27 +100,48 @@ class InvalidHandleError(InvalidArgumentError):
 
 
 class CheckpointIOError(CheckpointStorageError, OSError):
-    """An I/O operation on checkpoint storage failed (Flink: IOException)."""
+    """An I/O operation on checkpoint storage failed (Flink: IOException).
+
+    Raised with a message only, it carries its class's ``default_errno``; ``str()`` stays
+    the message.
+    """
+
+    default_errno: ClassVar[int] = errno.EIO
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        if self.errno is None:
+            self.errno = self.default_errno
 
 
 class EndpointUnreachableError(CheckpointIOError, ConnectionError):
     """The store's endpoint could not be reached (refused, unresolvable, connect timeout)."""
 
+    default_errno = errno.ECONNREFUSED
+
 
 class CheckpointNotFoundError(CheckpointIOError, FileNotFoundError):
     """A checkpoint, savepoint or its ``_metadata`` does not exist (PTR5, PTR6, PTR10)."""
+
+    default_errno = errno.ENOENT
 
 
 class InvalidPointerError(CheckpointIOError):
     """An external pointer cannot be parsed as a path (PTR3)."""
 
+    default_errno = errno.EINVAL
+
 
 class UnsupportedSchemeError(CheckpointIOError):
     """A pointer or reference names a URL scheme this storage may not open (PTR4)."""
 
+    default_errno = errno.EINVAL
+
 
 class CheckpointFileExistsError(CheckpointIOError, FileExistsError):
     """A file the storage creates exclusively exists already; nothing was overwritten."""
+
+    default_errno = errno.EEXIST
 
 
 class MetadataExistsError(CheckpointFileExistsError):
@@ -128,13 +155,19 @@ class StreamClosedError(CheckpointIOError, ValueError):
     ``io`` module raises for closed files), like ``io.UnsupportedOperation``.
     """
 
+    default_errno = errno.EBADF
+
 
 class StateSizeExceededError(CheckpointIOError):
     """State is larger than the JobManager storage's maximum (MEM5)."""
 
+    default_errno = errno.EFBIG
+
 
 class DuplicationNotSupportedError(CheckpointIOError):
     """The toolset or file system cannot duplicate state (TO5)."""
+
+    default_errno = errno.EOPNOTSUPP
 
 
 class DisposalRefusedError(CheckpointIOError, PermissionError):
@@ -144,3 +177,5 @@ class DisposalRefusedError(CheckpointIOError, PermissionError):
     directories (``ckptstore.layout``); a location resolved from a pointer to any other
     directory (or to a file in one) refuses to be disposed instead of deleting siblings.
     """
+
+    default_errno = errno.EACCES

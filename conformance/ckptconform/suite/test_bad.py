@@ -1730,3 +1730,26 @@ def test_a_servers_refusal_of_a_long_path_names_it(sandbox, target, backend, len
         and (unnamed := run.unnamed(str(step.error))) is not None
     ]
     _require_none("BAD-13", findings, run, f"steps with a {length}-character checkpoint path")
+
+
+@pytest.mark.clause("BAD-14")
+def test_refused_pointers_carry_an_agreeing_errno(world):
+    """BAD-14: every OSError that resolve_checkpoint raises for the fixed hostile pointers
+    (and for a checkpoint directory that does not exist) carries an errno Python's OSError
+    maps to its class."""
+    pointers = [check.pointer for check in _pointer_checks(world)]
+    pointers.append(join(world.sandbox.root, "no-such-checkpoint", "chk-1"))
+    findings = []
+    for pointer in pointers:
+        for via, resolver in _resolvers(world):
+            try:
+                resolver.resolve_checkpoint(pointer)
+            except OSError as exc:
+                if (why := errno_disagreement(exc)) is not None:
+                    findings.append(f"  {via}.resolve_checkpoint({show(pointer, 120)}): {why}: "
+                                    f"{type(exc).__name__}: {show(str(exc), 160)}")  # fmt: skip
+            except Exception:
+                continue  # other refusals are BAD-4's
+    assert not findings, report(
+        "BAD-14", "OSErrors of refused pointers", findings, 2 * len(pointers)
+    )
