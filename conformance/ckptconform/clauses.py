@@ -480,7 +480,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "committed within 30 seconds and reads back byte for byte, and so are the five 3 MiB "
      "writes with s3fs's s3_additional_kwargs {'ChecksumAlgorithm': 'SHA256'} in the "
      "storage_options (every part then has a SHA256 checksum, which the completion of a "
-     "multipart upload repeats); "
+     "multipart upload repeats); on S3 backends with a ledger, with s3fs's fixed_upload_size "
+     "True in the storage_options (stores such as Cloudflare R2 refuse parts of unequal "
+     "size), 101 MiB of state written in 1 MiB writes goes up as a multipart upload whose "
+     "parts, in part-number order, are all the same size but the last, and reads back; "
      "where the target claims memory-limit, max_state_size is 32 MiB (Flink S5, S6: a "
      "stream writes its buffer out whenever it is full, whatever the state's size).",
      ("S5", "S6", "S13")),

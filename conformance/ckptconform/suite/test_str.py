@@ -9,6 +9,7 @@ import contextlib
 import io
 import random
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 from hypothesis import given
@@ -689,3 +690,54 @@ def _stop_runaway_upload(sandbox: Any) -> None:
     ledger = sandbox.backend.ledger
     if ledger is not None:
         ledger.inject("UploadPart", status=400, code="InvalidRequest", times=None)
+
+
+#: STR-14's state with s3fs's fixed_upload_size: beyond twice s3fs's own 50 MiB block, so that
+#: any part size a storage picks up to that block gives at least two full parts before the last
+FIXED_PARTS_STATE = 101 * MIB
+
+
+@pytest.mark.clause("STR-14")
+@pytest.mark.backend_traits(object_store=True, ledger=True)
+def test_fixed_upload_size_gives_equal_parts(sandbox, target, backend):
+    """STR-14: on S3 backends with a ledger, with s3fs's fixed_upload_size in the
+    storage_options (stores that refuse parts of unequal size), 101 MiB of state goes up as
+    a multipart upload whose parts but the last are all the same size, and reads back."""
+    if backend.scheme != "s3":
+        pytest.skip("multipart uploads exist on S3 backends only")
+    options = file_options(target)
+    if "memory-limit" in target.capabilities:
+        options["max_state_size"] = 128 * MIB
+    fixed = {"fixed_upload_size": True}
+    options["storage_options"] = {**backend.storage_options, **fixed}
+    factory = _factory(JobDriver(sandbox, **options))
+    sizes = [MIB] * (FIXED_PARTS_STATE // MIB)
+    blob = _distinct_chunks(sizes)
+    with (
+        backend.ledger.record() as requests,
+        tagged("STR-14", "101 MiB of state with fixed_upload_size", sandbox, storage_options=fixed),
+    ):
+        handle = write_state(factory, blob, sizes=sizes)
+    msg = fail_message("STR-14", "101 MiB of state with fixed_upload_size", sandbox)
+    raw = sandbox.raw_path(file_path(handle)) if file_path(handle) else None
+    require(raw is not None, "STR-14", msg + "\n101 MiB of state gave no file-backed handle")
+    key = raw.split("/", 1)[1]
+    parts = [
+        size
+        for _, size in sorted(
+            (_part_number(r.query), r.bytes_in)
+            for r in requests.requests
+            if r.key == key and r.operation == "UploadPart" and r.status == 200
+        )
+    ]
+    shown = ", ".join(map(str, parts))
+    assert len(parts) >= 2, msg + f"\nnot a multipart upload in parts: [{shown}]"
+    assert len(set(parts[:-1])) == 1, msg + f"\nparts of unequal size before the last: [{shown}]"
+    with tagged("STR-14", "read back 101 MiB of state with fixed_upload_size", sandbox):
+        back = read_handle(handle)
+    assert back == blob, msg + f"\nthe first differing byte is at {_first_difference(back, blob)}"
+
+
+def _part_number(query: str) -> int:
+    """The partNumber of an UploadPart request's query string."""
+    return int(parse_qs(query.lstrip("?")).get("partNumber", ["0"])[0])
