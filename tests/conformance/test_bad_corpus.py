@@ -182,7 +182,7 @@ def test_operation_by_name():
 
 def test_clauses_of_the_corpus_exist():
     bad = {cid for cid in CLAUSES if cid.startswith("BAD-")}
-    assert bad == {f"BAD-{n}" for n in range(1, 15)}
+    assert bad == {f"BAD-{n}" for n in range(1, 17)}
     assert {cid for cid in bad if CLAUSES[cid].level == "SHOULD"} == {
         "BAD-3",
         "BAD-7",
@@ -190,6 +190,7 @@ def test_clauses_of_the_corpus_exist():
         "BAD-12",
         "BAD-13",
         "BAD-14",
+        "BAD-16",
     }
     assert CLAUSES["BAD-9"].capabilities == ("retry-budget",)
     assert CLAUSES["BAD-8"].capabilities == ("redacts-secrets",)
