@@ -1626,13 +1626,14 @@ def long_directory(root: str, length: int) -> str:
     return url
 
 
-def _long_path_run(sandbox: Any, target: Any, length: int) -> StoreRun:
-    """BAD-15's steps with a checkpoint and savepoint directory ``length`` characters long.
+def _long_path_run(sandbox: Any, target: Any, length: int, endpoint: str = "") -> StoreRun:
+    """BAD-15's steps with a checkpoint and savepoint directory ``length`` characters long
+    (``endpoint``: the server the steps reach, which their errors name; "" for none).
 
     Each step runs whether or not the ones before it failed, with what they made: a
     storage refused at make_storage ends the run (refusing a path up front is allowed)."""
     directory = long_directory(join(sandbox.root, "long"), length)
-    run = StoreRun("")
+    run = StoreRun(endpoint)
     made = run.step(
         "make_storage and create_checkpoint_storage",
         lambda: JobDriver(
@@ -1663,6 +1664,19 @@ def _long_path_run(sandbox: Any, target: Any, length: int) -> StoreRun:
     return run
 
 
+def _refused_creations(run: StoreRun) -> list[tuple[Step, OSError]]:
+    """The steps of ``run`` that create directories or files and failed with an OSError other
+    than FileNotFoundError (a missing file is ENOENT and names no refusal), with the error:
+    what BAD-16's errno and BAD-13's naming judge."""
+    return [
+        (step, step.error)
+        for step in run.steps
+        if step.name in CREATING_STEPS
+        and isinstance(step.error, OSError)
+        and not isinstance(step.error, FileNotFoundError)
+    ]
+
+
 @pytest.mark.clause("BAD-15")
 @pytest.mark.parametrize("length", LONG_CHECKPOINT_DIRS)
 def test_paths_past_the_file_systems_limit(sandbox, target, length):
@@ -1688,12 +1702,9 @@ def test_a_name_too_long_keeps_its_errno(sandbox, target, backend, length):
         pytest.skip(f"the {backend.name} leg is no local file system: its limits are its own")
     run = _long_path_run(sandbox, target, length)
     findings = [
-        f"  {step.name}: errno {step.error.errno}, not ENAMETOOLONG: {step.said()}"
-        for step in run.steps
-        if step.name in CREATING_STEPS
-        and isinstance(step.error, OSError)
-        and not isinstance(step.error, FileNotFoundError)
-        and step.error.errno != errno.ENAMETOOLONG
+        f"  {step.name}: errno {error.errno}, not ENAMETOOLONG: {step.said()}"
+        for step, error in _refused_creations(run)
+        if error.errno != errno.ENAMETOOLONG
     ]
     _require_none("BAD-16", findings, run, f"steps with a {length}-character checkpoint path")
 
@@ -1719,15 +1730,11 @@ def test_a_servers_refusal_of_a_long_path_names_it(sandbox, target, backend, len
     endpoint = server_endpoint(backend)
     if endpoint is None:
         pytest.skip(f"the {backend.name} leg reaches no server: there is no endpoint to name")
-    run = _long_path_run(sandbox, target, length)
-    run.endpoint = endpoint
+    run = _long_path_run(sandbox, target, length, endpoint)
     findings = [
         f"  {step.name}: {unnamed}: {step.said()}"
-        for step in run.steps
-        if step.name in CREATING_STEPS
-        and isinstance(step.error, OSError)
-        and not isinstance(step.error, FileNotFoundError)
-        and (unnamed := run.unnamed(str(step.error))) is not None
+        for step, error in _refused_creations(run)
+        if (unnamed := run.unnamed(str(error))) is not None
     ]
     _require_none("BAD-13", findings, run, f"steps with a {length}-character checkpoint path")
 
