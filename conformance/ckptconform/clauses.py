@@ -336,8 +336,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "wrote them, also after a storage with the other endpoint was made, and everything the "
      "storage made first does after that, with objects it made before (a checkpoint's "
      "location and its stream factory: writing, duplicating where fast-duplicate is claimed, "
-     "finalizing; a savepoint location; a second access: its setup; the completed locations: "
-     "disposal) and with new ones (initializing a checkpoint's location, writing "
+     "finalizing; another checkpoint's location: dispose_on_failure; a savepoint location; a "
+     "second access: its setup; the completed locations: reading their metadata, disposal) "
+     "and with new ones (initializing a checkpoint's location, writing "
      "exclusive, shared and task-owned state, duplicating state into task-owned state with "
      "the toolset where fast-duplicate is claimed, a savepoint at the default savepoint "
      "directory where savepoints is claimed, dispose_on_failure) sends its requests through "
@@ -362,12 +363,14 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "factory (also factories resolved meanwhile and task-owned streams of the access) each get "
      "a handle that reads back exactly their own bytes, and no two streams share a file: where "
      "file-layout is claimed, the job directory then holds exactly one file per file-backed "
-     "handle (seed 000: 'Multiple threads may be creating streams concurrently').",
+     "handle; all threads finish within 120 seconds (seed 000: 'Multiple threads may be "
+     "creating streams concurrently').",
      ("seed 000", "seed 003", "S11")),
     ("THR-2", "MUST", (), "concurrent coordinator and worker calls",
      "create_checkpoint_storage, initialize_location_for_checkpoint (distinct ids), "
      "resolve_checkpoint_storage_location, finalization and resolve_checkpoint called from many "
-     "threads at once on one storage behave as if called one at a time (seed 000: thread-safe).",
+     "threads at once on one storage behave as if called one at a time, and all threads finish "
+     "within 120 seconds (seed 000: thread-safe).",
      ("seed 000",)),
     ("THR-3", "MUST", (), "close from another thread",
      "close() called from another thread while a stream is being written returns, leaves the "
@@ -1131,7 +1134,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "of presigned and SAS URLs, which botocore refuses by quoting it; then unsigned requests "
      "(s3fs's anon) to an endpoint URL on such a port whose userinfo password is four "
      "characters holding an apostrophe, which the client's connection error quotes whole, "
-     "so that only the configured value finds it; retry_attempts 1 and "
+     "so that only the configured value finds it, then one whose password is a digit, an "
+     "apostrophe, the session token and a tail, so that blanking the token first would leave "
+     "the tail (no part of a password that holds another secret may show); retry_attempts 1 "
+     "and "
      "retry_seconds 5 where retry-budget is claimed; "
      "steps still running after 20 seconds are abandoned unchecked), repr() and str() of the "
      "storage, its "
@@ -1346,7 +1352,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
     ("REQ-1", "MUST", (), "coordinator requests do not grow with the task count",
      "On an object store with a request ledger, initializing a checkpoint's location and "
      "writing and finalizing its _metadata sends the same number of requests, at most 4, "
-     "whether 2 or 12 tasks wrote state into the checkpoint (decision; AWS's per-prefix request "
+     "whether 2 or 12 tasks wrote state into the checkpoint, also through a route to a server "
+     "that ignores conditional writes (If-None-Match removed), once the storage has set up its "
+     "base locations there (decision; AWS's per-prefix request "
      "rates make per-task coordinator requests a scaling limit).",
      ("decision", "S1")),
     ("REQ-2", "MUST", (), "restores read each file once",

@@ -32,6 +32,8 @@ from ckptconform.suite._driver import (
     parent,
     read_handle,
     require,
+    routed_options,
+    second_route,
     tagged,
     within,
 )
@@ -119,9 +121,27 @@ def _restored(clause: str, sandbox: Any, target: Any, run: CheckpointRun) -> lis
 @pytest.mark.clause("REQ-1")
 def test_coordinator_requests_do_not_grow_with_the_task_count(sandbox, target, ledger):
     """REQ-1: location + _metadata cost the same for 2 and for 12 tasks, at most 4 requests."""
+    _check_coordinator_requests(sandbox, target, ledger)
+
+
+@pytest.mark.clause("REQ-1")
+@pytest.mark.backend_traits(object_store=True, any_credentials=True)
+def test_coordinator_requests_where_conditional_writes_are_ignored(sandbox, target, backend):
+    """REQ-1: through a route to a server that ignores conditional writes (its ledger removes
+    If-None-Match), location + _metadata still cost the same for 2 and for 12 tasks, at most 4
+    requests."""
+    with second_route(backend) as route, route.ledger.ignoring_conditional_writes():
+        _check_coordinator_requests(
+            sandbox, target, route.ledger, **routed_options(backend, route), route=route.url
+        )
+
+
+def _check_coordinator_requests(sandbox, target, ledger, route=None, **options) -> None:
+    """REQ-1's counts through ``ledger``, for storages made with ``options``."""
+    shown = {} if route is None else {"route": route}
     counts = {}
     for n, tasks in enumerate((2, 12), start=1):
-        coord = _coordinator(sandbox, target, tasks)
+        coord = _coordinator(sandbox, target, tasks, **options)
         with tagged("REQ-1", "initialize_base_locations_for_checkpoint", sandbox):
             coord.init_base()
         with ledger.record() as initializing:
@@ -133,10 +153,9 @@ def test_coordinator_requests_do_not_grow_with_the_task_count(sandbox, target, l
         counts[tasks] = (len(initializing) + len(finalizing), initializing, finalizing)
     (few, _, _), (many, init, final) = counts[2], counts[12]
     summary = f"\n2 tasks: {few} requests; 12 tasks: {many}:\n{init.summary()}\n{final.summary()}"
-    assert few == many, fail_message("REQ-1", "coordinator requests", sandbox) + summary
-    assert many <= COORDINATOR_LIMIT, fail_message("REQ-1", "coordinator requests", sandbox) + (
-        summary
-    )
+    msg = fail_message("REQ-1", "coordinator requests", sandbox, **shown) + summary
+    assert few == many, msg
+    assert many <= COORDINATOR_LIMIT, msg
 
 
 @pytest.mark.clause("REQ-2")

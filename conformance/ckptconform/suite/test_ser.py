@@ -284,8 +284,8 @@ def test_objects_work_in_a_fresh_process(sandbox, target, how):
 @pytest.mark.parametrize("writer", ["own-endpoint", "second-route"])
 def test_each_storage_keeps_its_own_route(sandbox, target, backend, writer):
     """SER-8: with two storages reaching one bucket by different endpoints, the handles and
-    completed checkpoints of each read and dispose through the writer's endpoint, also when a
-    storage with the other endpoint was made after it."""
+    completed checkpoints of each (as written and as resolved) read and dispose through the
+    writer's endpoint, also when a storage with the other endpoint was made after it."""
     with second_route(backend) as route:
         routed = routed_options(backend, route)
         mine, theirs = (routed, {}) if writer == "second-route" else ({}, routed)
@@ -295,6 +295,7 @@ def test_each_storage_keeps_its_own_route(sandbox, target, backend, writer):
         completed, written = drv.checkpoint(
             3, exclusive=[payload(3000, 1)], shared=[payload(2000, 2)], metadata=b"own route"
         )
+        as_written, _ = drv.checkpoint(5, exclusive=[payload(1000, 3)], metadata=b"as written")
         with tagged("SER-8", "resolve the pointer through the writer's storage", **inputs):
             resolved = drv.storage.resolve_checkpoint(completed.external_pointer)
         early = _made_before_the_other(drv, target)
@@ -321,26 +322,29 @@ def test_each_storage_keeps_its_own_route(sandbox, target, backend, writer):
             require(reads >= files, "SER-8", msg)
         else:
             require(len(via_route) == 0, "SER-8", msg)
-        with (
-            route.ledger.record() as disposal,
-            tagged("SER-8", "dispose_storage_location", sandbox, **inputs),
-        ):
-            resolved.dispose_storage_location()
-        deletes = disposal.count(operation=("DeleteObject", "DeleteObjects"))
-        msg = fail_message("SER-8", "which endpoint the disposal took", sandbox, **inputs) + (
-            f"\n{disposal.summary()}"
-        )
-        if writer == "second-route":
-            require(deletes >= 1, "SER-8", msg)
-        else:
-            require(len(disposal) == 0, "SER-8", msg)
+        for how, location in (("as resolved", resolved), ("as written", as_written)):
+            with (
+                route.ledger.record() as disposal,
+                tagged("SER-8", f"dispose_storage_location {how}", sandbox, **inputs),
+            ):
+                location.dispose_storage_location()
+            deletes = disposal.count(operation=("DeleteObject", "DeleteObjects"))
+            msg = fail_message(
+                "SER-8", f"which endpoint the disposal of a checkpoint {how} took", sandbox,
+                **inputs,
+            ) + f"\n{disposal.summary()}"  # fmt: skip
+            if writer == "second-route":
+                require(deletes >= 1, "SER-8", msg)
+            else:
+                require(len(disposal) == 0, "SER-8", msg)
         _keeps_working_through_its_route(sandbox, target, backend, route, drv, writer, early)
 
 
 def _made_before_the_other(drv, target) -> dict[str, Any]:
     """What the first storage makes before the other storage exists and uses only after it: a
-    checkpoint's location and its stream factory, a savepoint location, a second access."""
-    early: dict[str, Any] = {"location": drv.location(6)}
+    checkpoint's location and its stream factory, a location to abort, a savepoint location, a
+    second access."""
+    early: dict[str, Any] = {"location": drv.location(6), "aborted": drv.location(7)}
     early["factory"] = drv.worker(6, early["location"].location_reference)
     early["access"] = drv.storage.create_checkpoint_storage(JobID.generate())
     if "savepoints" in target.capabilities and drv.access.has_default_savepoint_location():
@@ -349,8 +353,10 @@ def _made_before_the_other(drv, target) -> dict[str, Any]:
 
 
 def _use_what_was_made_before(drv, target, early: dict[str, Any]) -> list[Any]:
-    """Write, duplicate, read and finalize through the objects of _made_before_the_other;
-    returns the completed locations (disposed of by the caller)."""
+    """Abort, set up, write, duplicate, read and finalize through the objects of
+    _made_before_the_other; returns the completed locations with their metadata (read and
+    disposed of by the caller)."""
+    early["aborted"].dispose_on_failure()
     early["access"].initialize_base_locations_for_checkpoint()
     factory = early["factory"]
     written = {
@@ -362,18 +368,21 @@ def _use_what_was_made_before(drv, target, early: dict[str, Any]) -> list[Any]:
             handles = [h for h in written if factory.can_fast_duplicate(h, scope)]
             for source, copy in zip(handles, factory.duplicate(handles, scope), strict=True):
                 assert read_handle(copy) == written[source], "a duplicate's bytes differ"
-    completed = [drv.finalize(early["location"], b"made before the other storage")]
+    metadata = b"made before the other storage"
+    completed = [(drv.finalize(early["location"], metadata), metadata)]
     if "savepoint" in early:
-        completed.append(drv.finalize(early["savepoint"], b"savepoint made before the other"))
+        metadata = b"savepoint made before the other"
+        completed.append((drv.finalize(early["savepoint"], metadata), metadata))
     return completed
 
 
 def _keeps_working_through_its_route(sandbox, target, backend, route, drv, writer, early):
     """SER-8: after the other storage was made, everything the first one does (with objects it
-    made before: a checkpoint's location, its stream factory, a savepoint location, a second
-    access; then a checkpoint's location, exclusive, shared and task-owned state, duplicates, a
-    savepoint, disposing the aborted location and the completed ones) sends its requests
-    through its own endpoint only."""
+    made before: a checkpoint's location, its stream factory, a location it aborts, a
+    savepoint location, a second access; then a checkpoint's location, exclusive, shared and
+    task-owned state, duplicates, a savepoint, disposing the aborted location, reading the
+    completed ones' metadata and disposing of them) sends its requests through its own
+    endpoint only."""
     inputs = {"writer": writer, "route": route.url}
     everywhere = backend.ledger.record() if backend.ledger is not None else None
     with (
@@ -396,7 +405,8 @@ def _keeps_working_through_its_route(sandbox, target, backend, route, drv, write
             savepoint = drv.access.initialize_location_for_savepoint(9, None)
             drv.finalize(savepoint, b"savepoint through the first storage's route")
         location.dispose_on_failure()
-        for done in completed:
+        for done, metadata in completed:
+            assert read_handle(done.metadata_handle) == metadata, "the metadata's bytes differ"
             done.dispose_storage_location()
     msg = fail_message("SER-8", "which endpoint the first storage's work took", sandbox, **inputs)
     msg += f"\nthrough the second route:\n{via_route.summary()}"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import given
@@ -24,20 +23,48 @@ from ckptconform.suite._driver import (
     files_below,
     payload,
     read_handle,
+    require,
     write_state,
 )
 from ckptconform.suite._strategies import capped, thread_counts
 
+#: How long the threads of one THR-1 or THR-2 run may take together: a storage that
+#: deadlocks under concurrency fails its clause instead of hanging the suite.
+THREADS_SECONDS = 120.0
 
-def _run_all(n: int, work) -> list:
+
+def _run_all(n: int, work, clause: str, sandbox, **inputs) -> list:
+    """``work(i)`` on ``n`` daemon threads that start together; their results in order, or
+    the first failure by thread index. Threads still running after :data:`THREADS_SECONDS`
+    fail ``clause`` and are abandoned (daemons: they cannot keep the run from ending)."""
     barrier = threading.Barrier(n)
+    results: list = [None] * n
+    failures: dict[int, BaseException] = {}
 
-    def run(i: int):
-        barrier.wait(timeout=60)
-        return work(i)
+    def run(i: int) -> None:
+        try:
+            barrier.wait(timeout=60)
+            results[i] = work(i)
+        except BaseException as exc:  # handed to the test's thread below
+            failures[i] = exc
 
-    with ThreadPoolExecutor(max_workers=n) as pool:
-        return list(pool.map(run, range(n)))
+    threads = [
+        threading.Thread(target=run, args=(i,), name=f"ckptconform-{clause}-{i}", daemon=True)
+        for i in range(n)
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + THREADS_SECONDS
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    stuck = [thread.name for thread in threads if thread.is_alive()]
+    msg = fail_message(clause, f"{n} threads at once", sandbox, **inputs)
+    msg += f"\n{len(stuck)} of {n} threads still running after {THREADS_SECONDS:g} s "
+    msg += f"(a deadlock?): {', '.join(stuck)}"
+    require(not stuck, clause, msg)
+    if failures:
+        raise failures[min(failures)]
+    return results
 
 
 @pytest.mark.clause("THR-1")
@@ -75,8 +102,10 @@ def test_concurrent_streams_keep_their_bytes(sandbox, target, threads, streams, 
             out.append((handle, blob))
         return out
 
-    results = [pair for chunk in _run_all(threads, work) for pair in chunk]
     inputs = {"threads": threads, "streams": streams, "size": size}
+    results = [
+        pair for chunk in _run_all(threads, work, "THR-1", sandbox, **inputs) for pair in chunk
+    ]
     for handle, blob in results:
         msg = fail_message(
             "THR-1", "concurrent write + read back", sandbox, handle=handle, **inputs
@@ -119,7 +148,9 @@ def test_concurrent_coordinator_and_worker_calls(sandbox, target, threads):
         resolved = storage.resolve_checkpoint(completed.external_pointer)
         return drv, completed, resolved, written
 
-    for i, (_, completed, resolved, written) in enumerate(_run_all(threads, work)):
+    for i, (_, completed, resolved, written) in enumerate(
+        _run_all(threads, work, "THR-2", sandbox, threads=threads)
+    ):
         msg = fail_message(
             "THR-2",
             "concurrent checkpoint + resolve",
@@ -135,7 +166,13 @@ def test_concurrent_coordinator_and_worker_calls(sandbox, target, threads):
     # one access, distinct checkpoint ids, concurrently
     drv = JobDriver(sandbox, storage=storage)
     drv.init_base()
-    completed = _run_all(threads, lambda i: drv.checkpoint(100 + i, metadata=b"id-%d" % i)[0])
+    completed = _run_all(
+        threads,
+        lambda i: drv.checkpoint(100 + i, metadata=b"id-%d" % i)[0],
+        "THR-2",
+        sandbox,
+        threads=threads,
+    )
     pointers = [c.external_pointer for c in completed]
     assert len(set(pointers)) == threads, fail_message(
         "THR-2", "distinct pointers", sandbox, pointers=pointers
