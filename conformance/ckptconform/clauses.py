@@ -743,6 +743,16 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "the storage knows that _metadata lies in the directory, and on S3 a status call on a "
      "directory costs a HeadObject that finds nothing and a List).",
      ("PTR9", "S1", "decision")),
+    ("NOX-10", "SHOULD", ("inline-state",), "a discarded stream that uploaded nothing is free",
+     "On S3, creating a state stream (exclusive, shared, and a task-owned one) with an inline "
+     "threshold of 0, writing 100 KiB to it (past the write buffer, below S3's 5 MiB minimum "
+     "part size, so that nothing of it has to reach the store before it is finished) and "
+     "discarding it with close() sends no request at all: no DeleteObject of an object that "
+     "was never written, no AbortMultipartUpload of an upload that never began (decision, "
+     "beyond Flink, whose state stream deletes on close() the file it created, S13: on S3 a "
+     "DeleteObject per discarded stream, each counted against the bucket's request rates, "
+     "seed 002).",
+     ("S13", "seed 002", "decision")),
     # ------------------------------------------------------------------ TOW
     ("TOW-1", "MUST", (), "task-owned streams round-trip",
      "create_task_owned_state_stream() returns a state stream with the STR semantics: its handle "

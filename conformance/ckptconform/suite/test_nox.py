@@ -148,6 +148,30 @@ def test_one_upload_per_file(sandbox, ledger, size):
             assert ops["UploadPart"] >= 1, msg
 
 
+#: NOX-10's stream: past the inline threshold and the write buffer, below S3's 5 MiB minimum
+#: part size, so that nothing of it has to reach the store before it is finished
+DISCARDED_SIZE = 100 * 1024
+
+
+@pytest.mark.clause("NOX-10")
+def test_discarded_streams_that_uploaded_nothing_send_nothing(sandbox, ledger):
+    """NOX-10: creating a stream, writing 100 KiB to it and discarding it with close() sends
+    no request, for exclusive, shared and task-owned streams."""
+    drv, factory = _file_factory(sandbox, 0)
+    blob = payload(DISCARDED_SIZE)
+    for scope in (EXCLUSIVE, SHARED, "task-owned"):
+        with ledger.record() as rec:
+            if scope == "task-owned":
+                stream = drv.access.create_task_owned_state_stream()
+            else:
+                stream = factory.create_checkpoint_state_output_stream(scope)
+            write_chunks(stream, blob, [16384] * (DISCARDED_SIZE // 16384 + 1))
+            stream.close()
+        assert len(rec) == 0, _fail(
+            "NOX-10", "create, write and discard a stream", rec, size=DISCARDED_SIZE, scope=scope
+        )
+
+
 @pytest.mark.clause("NOX-5")
 def test_discard_without_existence_checks(sandbox, ledger):
     """NOX-5: discard_state() of a file handle deletes without HeadObject or List requests."""
