@@ -109,6 +109,17 @@ def _file_factory(sandbox, threshold):
     return drv, drv.worker(1, location.location_reference)
 
 
+#: The kinds of state stream: of both scopes from a factory, and task-owned from the access.
+STREAM_KINDS = (EXCLUSIVE, SHARED, "task-owned")
+
+
+def _new_stream(drv, factory, kind):
+    """A new state stream of ``kind`` (one of :data:`STREAM_KINDS`)."""
+    if kind == "task-owned":
+        return drv.access.create_task_owned_state_stream()
+    return factory.create_checkpoint_state_output_stream(kind)
+
+
 @pytest.mark.clause("NOX-3")
 def test_inline_streams_send_nothing(sandbox, ledger):
     """NOX-3: a stream whose state stays inline sends no request."""
@@ -129,14 +140,11 @@ def test_one_upload_per_file(sandbox, ledger, size):
     """NOX-4: a file-backed stream costs one PutObject or one multipart upload, nothing else."""
     drv, factory = _file_factory(sandbox, 0)
     blob = payload(size)
-    for scope in (EXCLUSIVE, SHARED, "task-owned"):
+    for scope in STREAM_KINDS:
         with ledger.record() as rec:
-            if scope == "task-owned":
-                stream = drv.access.create_task_owned_state_stream()
-                write_chunks(stream, blob, [65536] * (size // 65536 + 1))
-                stream.close_and_get_handle()
-            else:
-                write_state(factory, blob, scope, [65536] * (size // 65536 + 1))
+            stream = _new_stream(drv, factory, scope)
+            write_chunks(stream, blob, [65536] * (size // 65536 + 1))
+            stream.close_and_get_handle()
         ops = rec.operations()
         msg = _fail("NOX-4", "write one file-backed stream", rec, size=size, scope=scope)
         assert set(ops) <= UPLOADS, msg
@@ -159,12 +167,9 @@ def test_discarded_streams_that_uploaded_nothing_send_nothing(sandbox, ledger):
     no request, for exclusive, shared and task-owned streams."""
     drv, factory = _file_factory(sandbox, 0)
     blob = payload(DISCARDED_SIZE)
-    for scope in (EXCLUSIVE, SHARED, "task-owned"):
+    for scope in STREAM_KINDS:
         with ledger.record() as rec:
-            if scope == "task-owned":
-                stream = drv.access.create_task_owned_state_stream()
-            else:
-                stream = factory.create_checkpoint_state_output_stream(scope)
+            stream = _new_stream(drv, factory, scope)
             write_chunks(stream, blob, [16384] * (DISCARDED_SIZE // 16384 + 1))
             stream.close()
         assert len(rec) == 0, _fail(
