@@ -153,9 +153,10 @@ def _check_coordinator_requests(sandbox, target, ledger, route=None, **options) 
         counts[tasks] = (len(initializing) + len(finalizing), initializing, finalizing)
     (few, _, _), (many, init, final) = counts[2], counts[12]
     summary = f"\n2 tasks: {few} requests; 12 tasks: {many}:\n{init.summary()}\n{final.summary()}"
-    msg = fail_message("REQ-1", "coordinator requests", sandbox, **shown) + summary
-    assert few == many, msg
-    assert many <= COORDINATOR_LIMIT, msg
+    if few != many or many > COORDINATOR_LIMIT:  # the message lists the sandbox: I/O
+        msg = fail_message("REQ-1", "coordinator requests", sandbox, **shown) + summary
+        assert few == many, msg
+        assert many <= COORDINATOR_LIMIT, msg
 
 
 @pytest.mark.clause("REQ-2")
