@@ -77,6 +77,8 @@ from __future__ import annotations
 import enum
 import io
 import secrets
+import uuid
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol, runtime_checkable
@@ -391,6 +393,22 @@ class ByteStreamStateHandle:
         _set_handle_name(handle, handle_name)
         _set_data(handle, data)
         return handle
+
+    @classmethod
+    def with_random_name(cls, data: bytes, prefix: str = "") -> ByteStreamStateHandle:
+        """A handle named ``<prefix>/<random uuid>`` (or the uuid alone without a prefix).
+
+        Deprecated: name the handle yourself (``ByteStreamStateHandle(name, data)``); kept,
+        with a ``DeprecationWarning``, for storages written against the earlier contract.
+        """
+        warnings.warn(
+            "ByteStreamStateHandle.with_random_name is deprecated: name the handle yourself "
+            "with ByteStreamStateHandle(name, data)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        name = str(uuid.uuid4())
+        return cls(f"{prefix.rstrip('/')}/{name}" if prefix else name, data)
 
     @property
     def state_size(self) -> int:
