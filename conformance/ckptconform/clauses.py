@@ -844,6 +844,18 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "does not (Flink H6, FLINK-5763; E6: only paths that hold the key get entropy, and only "
      "their exclusive handles are absolute).",
      ("H6", "P11", "E6")),
+    ("STR-15", "MUST", (), "a failed stream gives no handle",
+     "A state stream whose write or flush raised never produces a handle: "
+     "close_and_get_handle() raises OSError and the partial file is removed (decision, beyond "
+     "Flink: its stream keeps no such state and after a failed write still commits the file "
+     "and returns a handle, S6, S12).",
+     ("decision", "S6", "S12")),
+    ("STR-16", "MUST", (), "reads check the state's size",
+     "Reading a file-backed handle whose file is shorter or longer than its state_size (not -1) "
+     "raises OSError instead of returning other bytes, with read(), read(k), readinto() and "
+     "after seek() alike (decision, beyond Flink: its FileStateHandle reads whatever the file "
+     "holds, H1).",
+     ("decision", "H1")),
     ("SAV-8", "MUST", ("savepoints",), "a file is no savepoint target",
      "On file systems with directories, initialize_location_for_savepoint with a target that is "
      "an existing file, or lies below one, raises OSError, at initialization or at the latest "
@@ -938,6 +950,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "never finalizes one checkpoint twice, but two coordinators or a tool that share the "
      "storage can (Flink MD2, T-BASE4).",
      ("MD2", "T-BASE4", "decision")),
+    ("MD-12", "MUST", (), "failed writes leave nothing staged",
+     "After close_and_finalize_checkpoint() or a state stream's close_and_get_handle() fails, "
+     "or its write fails and close() follows (full disk, file size limit, refused upload), no "
+     "temporary, staging or partial file of it stays on the backend, nor an open multipart "
+     "upload (decision; Flink's state stream removes its file, S12; its RecoverableWriter "
+     "keeps a failed _metadata's staging file, a bug, MD4).",
+     ("decision", "S12", "MD4")),
     # ------------------------------------------------------------------ DIS
     ("DIS-1", "MUST", (), "aborted checkpoints are removed",
      "dispose_on_failure() of an in-progress location removes its exclusive state from the "

@@ -53,7 +53,9 @@ __all__ = [
     "MetadataExistsError",
     "MissingArgumentError",
     "StateSizeExceededError",
+    "StateSizeMismatchError",
     "StreamClosedError",
+    "StreamFailedError",
     "UnsupportedSchemeError",
 ]
 
@@ -162,6 +164,21 @@ class StateSizeExceededError(CheckpointIOError):
     """State is larger than the JobManager storage's maximum (MEM5)."""
 
     default_errno = errno.EFBIG
+
+
+class StateSizeMismatchError(CheckpointIOError):
+    """A state file holds fewer or more bytes than its handle's ``state_size`` says.
+
+    The file was truncated, extended or replaced behind the storage's back: its bytes are not
+    the state that was written, so a read raises this instead of returning them.
+    """
+
+
+class StreamFailedError(CheckpointIOError):
+    """A state stream whose write or flush failed is used again (it holds no whole state).
+
+    Its ``errno`` is the original failure's; the failure is its ``__cause__``.
+    """
 
 
 class DuplicationNotSupportedError(CheckpointIOError):

@@ -785,7 +785,9 @@ def publish_exclusive(
     existing target raises ``MetadataExistsError``; any other failure the contract's
     ``OSError`` types (``ckptstore.io_errors``).
 
-    A crash between the temp file's creation and its removal leaves
+    A failure removes whatever the publish staged (a temporary file, a half-written target it
+    created): nothing of it stays on the backend, so the next attempt finds a clean directory.
+    Only a crash between the temp file's creation and its removal leaves
     ``._metadata.<hex>.inprogress`` behind (``ckptstore.leftovers`` finds and removes it).
     """
     try:
@@ -795,13 +797,11 @@ def publish_exclusive(
             with _MEMORY_LOCK:
                 if fs.exists(path.fs_path):
                     raise FileExistsError(errno.EEXIST, "exists", path.url)
-                with fs.open(path.fs_path, "wb") as out:
-                    out.write(data)
+                fs.pipe_file(path.fs_path, data)  # the whole file in one step
         elif path.scheme in S3_SCHEMES:
             s3.publish_metadata(fs, path, data, probe_dir or _probe_dir_for(path))
         else:
-            with fs.open(path.fs_path, exclusive_mode(fs)) as out:
-                out.write(data)
+            _publish_created(fs, path, data)
     except (FileExistsError, CheckpointFileExistsError) as exc:
         if isinstance(exc, MetadataExistsError):
             raise
@@ -857,13 +857,19 @@ STAGING_SUFFIX = ".inprogress"
 
 
 def _publish_local(path: StoragePath, data: bytes) -> None:
+    """Write ``data`` to a staging file, fsync it and link it to ``path`` (never overwrites).
+
+    Whatever fails (the write on a full disk or over the file size limit, the fsync, the
+    link), the staging file is removed before the failure is raised.
+    """
     directory = path.parent.path
     temp = f"{directory}/.{path.name}.{uuid.uuid4().hex}{STAGING_SUFFIX}"
-    with open(temp, "xb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
+    out = open(temp, "xb")  # noqa: SIM115 (closed below, before the staging file is removed)
     try:
+        with out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
         os.link(temp, path.fs_path)
     finally:
         with contextlib.suppress(OSError):
@@ -874,6 +880,20 @@ def _publish_local(path: StoragePath, data: bytes) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _publish_created(fs: Any, path: StoragePath, data: bytes) -> None:
+    """Create ``path`` exclusively and write ``data`` (file systems without an atomic
+    publish, such as SFTP); a failure after the create deletes the half-written file, which
+    is this call's own (the exclusive create made it)."""
+    out = fs.open(path.fs_path, exclusive_mode(fs))
+    try:
+        with out:
+            out.write(data)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            fs.rm_file(path.fs_path)
+        raise
 
 
 def delete_file(fs: Any, path: StoragePath) -> None:
@@ -985,23 +1005,22 @@ def open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
     """Open a file for reading; with a known size, S3 costs one GET and no HEAD.
 
     The reader raises the contract's errors (``ckptstore.io_errors``) on open and on read:
-    on S3 the GET happens at the first ``read()``.
+    on S3 the GET happens at the first ``read()``. With a known ``size`` (not -1) the file
+    must hold exactly that many bytes: a read that finds it shorter or longer raises
+    ``StateSizeMismatchError`` instead of returning bytes, on every file system (on S3 each
+    GET also compares the object's size the answer names, so a reader that never asks
+    beyond ``size`` notices an object that grew).
     """
     with io_errors("read", path, fs):
         reader = _open_for_read(fs, path, size)
-    return guarded_reader(reader, path, fs)
+    return guarded_reader(reader, path, fs, size)
 
 
 def _open_for_read(fs: Any, path: StoragePath, size: int) -> BinaryIO:
     if path.scheme == "file":
         return open(path.fs_path, "rb")
     if size >= 0 and traits_for(path.scheme).read_with_size_hint:
-        reader = fs.open(path.fs_path, "rb", size=size)
-        # s3fs reads ``details`` (a HEAD, for the ETag) on the first ranged GET unless they
-        # are known; the size is all it needs, so give it that and skip the HEAD.
-        if getattr(reader, "_details", "absent") is None:
-            reader._details = {"name": path.fs_path, "size": size, "type": "file"}
-        return cast(BinaryIO, reader)
+        return cast(BinaryIO, s3.open_sized(fs, path, size))
     return cast(BinaryIO, fs.open(path.fs_path, "rb"))
 
 

@@ -87,7 +87,10 @@ class FileStateHandle:
         """Open the file for reading; on S3 one GET (the size is known: no HEAD).
 
         A local file is opened with Python's own ``open``: it needs no file system instance
-        (looking one up costs more than opening the file).
+        (looking one up costs more than opening the file). With a known ``state_size`` a read
+        that finds the file shorter or longer raises ``StateSizeMismatchError`` (an
+        ``OSError``) instead of returning bytes that are not the state
+        (``filesystems.open_for_read``).
         """
         path = self.storage_path
         fs = None if path.scheme == "file" else self._filesystem(path)

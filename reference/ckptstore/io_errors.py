@@ -53,6 +53,7 @@ from ckptstore.errors import (
     CheckpointNotFoundError,
     CheckpointStorageError,
     EndpointUnreachableError,
+    StateSizeMismatchError,
     StreamClosedError,
 )
 from ckptstore.paths import StoragePath
@@ -74,6 +75,7 @@ __all__ = [
     "is_unreachable",
     "public_endpoint",
     "region_option",
+    "size_mismatch",
     "translate_io_error",
     "unwrap_writer",
     "with_context",
@@ -492,9 +494,81 @@ class _GuardedReader(io.BufferedIOBase):
         return f"<reader of {self._path.shown}>"
 
 
-def guarded_reader(inner: BinaryIO, path: StoragePath, fs: Any) -> BinaryIO:
-    """Wrap a reader so that a failing ``read``/``seek`` raises like :func:`io_errors`."""
-    return cast(BinaryIO, _GuardedReader(inner, path, fs))
+class _SizedReader(_GuardedReader):
+    """A :class:`_GuardedReader` of a file that must hold exactly ``size`` bytes.
+
+    It follows the position itself (reads and seeks) and raises ``StateSizeMismatchError``
+    instead of returning bytes when a read shows the file to be shorter (the end comes before
+    ``size``: an empty read there, a read of everything or a ``read(n)``/``readinto`` that
+    returns less) or longer (bytes beyond ``size``: a bounded read that reaches ``size``
+    exactly asks for one byte more, which costs nothing where the reader knows the size).
+    """
+
+    def __init__(self, inner: BinaryIO, path: StoragePath, fs: Any, size: int) -> None:
+        super().__init__(inner, path, fs)
+        self._size = size
+        self._position = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        wanted = -1 if size is None else size
+        data = super().read(wanted)
+        self._advance(len(data), wanted, whole=True)
+        return data
+
+    def read1(self, size: int = -1, /) -> bytes:
+        data = super().read1(size)
+        self._advance(len(data), size, whole=False)
+        return data
+
+    def readinto(self, buffer: Any, /) -> int:
+        count = super().readinto(buffer)
+        self._advance(count, memoryview(buffer).nbytes, whole=True)
+        return count
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        self._position = super().seek(offset, whence)
+        return self._position
+
+    def _advance(self, count: int, wanted: int, *, whole: bool) -> None:
+        """Move past ``count`` bytes read for a request of ``wanted`` (-1: everything);
+        ``whole``: the call returns fewer than ``wanted`` only at the end of the file."""
+        end = self._position = self._position + count
+        if count and end >= self._size and (end > self._size or (wanted >= 0 and self._more())):
+            self._mismatch(f"it holds bytes beyond byte {self._size}")
+        if end < self._size and wanted != 0:
+            short = count < wanted if whole else count == 0
+            if wanted < 0 or short:
+                self._mismatch(f"it ends at byte {end}")
+
+    def _more(self) -> bool:
+        """Whether the file goes on after the state's last byte (a read that reached it
+        exactly asks for one byte more: the end of the file reads nothing)."""
+        try:
+            return bool(self._inner.read(1))
+        except Exception as exc:
+            self._fail(exc)
+
+    def _mismatch(self, found: str) -> NoReturn:
+        raise size_mismatch(self._path, self._size, found)
+
+
+def size_mismatch(path: StoragePath, size: int, found: str) -> StateSizeMismatchError:
+    """The error of a read that found the state file ``path`` not ``size`` bytes long
+    (``found`` says how: "it ends at byte 50000")."""
+    return StateSizeMismatchError(
+        f"The state file {path.shown} does not hold the {size} bytes its handle names: "
+        f"{found}. It was truncated, extended or replaced behind the storage's back; its "
+        "bytes are not the state that was written."
+    )
+
+
+def guarded_reader(inner: BinaryIO, path: StoragePath, fs: Any, size: int = -1) -> BinaryIO:
+    """Wrap a reader so that a failing ``read``/``seek`` raises like :func:`io_errors`; with a
+    known ``size`` (not -1) a read that finds the file shorter or longer than ``size`` raises
+    ``StateSizeMismatchError`` instead of returning bytes."""
+    if size < 0:
+        return cast(BinaryIO, _GuardedReader(inner, path, fs))
+    return cast(BinaryIO, _SizedReader(inner, path, fs, size))
 
 
 class _GuardedWriter:

@@ -67,6 +67,13 @@ of a process that ran no setup. The answer is cached (:func:`conditional_write_m
   split brain); a warning is logged once per endpoint and bucket. A server that rejects the
   header (501 NotImplemented) gets the same mode, and its PUT is sent without the header.
 
+Reads
+-----
+:func:`open_sized` reads a state file whose size the handle knows: s3fs's buffered file told
+the size (one GetObject, no HeadObject), whose every GET checks the object's size that the
+answer names, so an object truncated, extended or replaced behind the storage's back raises
+``StateSizeMismatchError`` instead of returning its bytes.
+
 Uploads
 -------
 :class:`ExclusiveUpload` writes a state file (``ckptstore.filesystems.open_exclusive_write``):
@@ -95,6 +102,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import errno
+import functools
 import io
 import os
 import threading
@@ -102,10 +110,10 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ckptstore.errors import DisposalRefusedError, MetadataExistsError
-from ckptstore.io_errors import causal_chain, endpoint_label, is_unreachable
+from ckptstore.io_errors import causal_chain, endpoint_label, is_unreachable, size_mismatch
 from ckptstore.paths import StoragePath
 from ckptstore.redaction import get_logger, redact_text
 
@@ -131,6 +139,7 @@ __all__ = [
     "install_budget",
     "instantiate",
     "list_open_uploads",
+    "open_sized",
     "policy_of",
     "probe_conditional_writes",
     "publish_metadata",
@@ -536,6 +545,97 @@ class ExclusiveUpload:
 
     def __repr__(self) -> str:
         return f"<ExclusiveUpload s3://{self._bucket}/{self._key}>"
+
+
+# --------------------------------------------------------------------------- sized reads
+
+
+def open_sized(fs: Any, path: StoragePath, size: int) -> Any:
+    """A reader of the object at ``path`` whose state is ``size`` bytes: one GET, no HEAD.
+
+    s3fs's buffered file, told the size (so it sends no HeadObject), whose every ranged GET
+    compares the object's size that the answer names (``Content-Range``) with ``size`` and
+    raises ``StateSizeMismatchError`` when they differ (a range that starts beyond the
+    object's end is refused with 416 ``InvalidRange``: the object is shorter). A reader never
+    asks beyond ``size``, so this is how it notices an object that grew. An empty state
+    costs one GetObject at the first read, to make sure the object is still empty.
+    """
+    return _sized_file_class()(fs, path, size)
+
+
+@functools.cache
+def _sized_file_class() -> type:
+    """The s3fs file class of :func:`open_sized` (s3fs is imported on first use)."""
+    from fsspec.asyn import sync
+    from s3fs.core import S3File
+
+    class SizedObjectFile(S3File):  # type: ignore[misc]
+        """s3fs's reader of an object that must hold exactly ``size`` bytes."""
+
+        def __init__(self, fs: Any, path: StoragePath, size: int) -> None:
+            super().__init__(
+                fs,
+                path.fs_path,
+                mode="rb",
+                block_size=fs.default_block_size,
+                fill_cache=fs.default_fill_cache,
+                cache_type=fs.default_cache_type,
+                requester_pays=fs.requester_pays,
+                size=size,
+            )
+            self._details = {"name": path.fs_path, "size": size, "type": "file"}
+            self._state = path
+            self._checked = size > 0  # an empty state is checked at the first read
+
+        def _fetch_range(self, start: int, end: int) -> bytes:
+            if start >= end:
+                return b""
+            return cast(bytes, sync(self.fs.loop, self._get, start, end))
+
+        def read(self, length: int = -1) -> bytes:
+            if not self._checked:
+                self._checked = True
+                sync(self.fs.loop, self._get, 0, 0)
+            return bytes(super().read(length))
+
+        async def _get(self, start: int, end: int) -> bytes:
+            """GET ``[start, end)`` (the whole object when empty) and check its size."""
+            from s3fs.core import _error_wrapper
+
+            async def call_and_read() -> bytes:
+                ranged = {"Range": f"bytes={start}-{end - 1}"} if end > start else {}
+                try:
+                    answer = await self.fs._call_s3(
+                        "get_object", Bucket=self.bucket, Key=self.key, **ranged, **self.read_kw
+                    )
+                except Exception as exc:
+                    if error_code(exc) in ("InvalidRange", "416"):
+                        found = f"it ends before byte {start}"
+                        raise size_mismatch(self._state, self.size, found) from exc
+                    raise
+                body = answer["Body"]
+                try:
+                    stored = _object_size(answer)
+                    if stored is not None and stored != self.size:
+                        raise size_mismatch(self._state, self.size, f"it holds {stored} bytes")
+                    return bytes(await body.read()) if ranged else b""
+                finally:
+                    body.close()
+
+            return cast(bytes, await _error_wrapper(call_and_read, retries=self.fs.retries))
+
+    return SizedObjectFile
+
+
+def _object_size(answer: Mapping[str, Any]) -> int | None:
+    """The object's whole size as a GetObject answer names it: the total of ``Content-Range``
+    (``bytes 0-99/2000``) for a ranged GET, else ``Content-Length``; ``None`` if unknown."""
+    ranged = answer.get("ContentRange")
+    if isinstance(ranged, str):
+        total = ranged.rpartition("/")[2].strip()
+        return int(total) if total.isdigit() else None
+    length = answer.get("ContentLength")
+    return int(length) if isinstance(length, int) else None
 
 
 # --------------------------------------------------------------------------- conditional writes

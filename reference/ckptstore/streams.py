@@ -13,6 +13,12 @@ store, one HEAD on that failure path decides: an object of the size written is t
 own (its random name is used by nobody else; the answer to a committed upload was lost and
 the retry refused), so the handle is returned; no object means nothing to delete.
 
+A write or flush that fails poisons the stream: part of its bytes may be in the file, so the
+file is no longer the state that was acknowledged. Every later write, flush and
+``close_and_get_handle`` raises ``StreamFailedError`` (an ``OSError``, the failure's errno)
+and ``close_and_get_handle`` and ``close()`` delete the file: a failed stream never gives a
+handle. Flink's stream keeps no such state and would commit the file (S6, S12).
+
 Concurrency (S16): I/O operations (write, flush, close_and_get_handle) hold an I/O lock;
 ``close()`` never waits for a slow one. If a write or flush is in progress, ``close()``
 marks the stream closed and leaves a discard request that the operation carries out when it
@@ -29,8 +35,10 @@ what all streams of a factory's scope share (validated sizes, parsed directory, 
 from __future__ import annotations
 
 import contextlib
+import errno
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -40,6 +48,7 @@ from ckptstore.errors import (
     EndpointUnreachableError,
     InvalidArgumentError,
     StreamClosedError,
+    StreamFailedError,
 )
 from ckptstore.filesystems import (
     delete_file,
@@ -55,6 +64,7 @@ from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.io_errors import is_unreachable, with_context
 from ckptstore.names import random_uuid4, unique_name
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.redaction import redact_text
 from ckptstore.validation import MAX_WRITE_BUFFER_SIZE, require_bytes, require_int
 
 __all__ = ["MAX_FILE_CREATION_ATTEMPTS", "FsCheckpointStateOutputStream", "StreamSettings"]
@@ -170,6 +180,8 @@ class FsCheckpointStateOutputStream:
     _busy = False
     _discard_pending = False
     _closed = True
+    #: The failure of a write or flush: the stream is poisoned (see ``_run_io``).
+    _failure: Exception | None = None
     #: What the buffer may hold for a write to be a plain append: the capacity while the
     #: stream is open, -1 once it is closed (so the append path needs no second check).
     _room = -1
@@ -256,14 +268,12 @@ class FsCheckpointStateOutputStream:
             # close() racing with it discards the buffer either way.
             buffer += data
             return size
+        if self._failure is not None:
+            raise self._failed_error()
         if size == 0:
             return 0  # also on a closed stream, as in Flink (S14: an empty write is no write)
-        with self._io_guard():
-            self._begin_io()
-            try:
-                self._write_beyond_buffer(memoryview(data), size)
-            finally:
-                self._end_io()
+        view = memoryview(data)
+        self._run_io(lambda: self._write_beyond_buffer(view, size))
         return size
 
     def _write_beyond_buffer(self, view: memoryview, size: int) -> None:
@@ -281,24 +291,53 @@ class FsCheckpointStateOutputStream:
 
     def flush(self) -> None:
         """Spill to the file only if one exists or more than the threshold is buffered (S9)."""
-        with self._io_guard():
-            self._begin_io()
-            try:
-                if self._writer is not None or len(self._buffer) > self._settings.threshold:
-                    self._spill()
-                    assert self._writer is not None
-                    self._writer.flush()
-            finally:
-                self._end_io()
+        self._run_io(self._flush_beyond_threshold)
+
+    def _flush_beyond_threshold(self) -> None:
+        if self._writer is not None or len(self._buffer) > self._settings.threshold:
+            self._spill()
+            assert self._writer is not None
+            self._writer.flush()
 
     def flush_to_file(self) -> None:
         """Write the buffered bytes to the file, creating it if needed (S8)."""
+        self._run_io(self._spill)
+
+    def _run_io(self, operation: Callable[[], None]) -> None:
+        """Run a write or flush that does I/O, under the I/O lock.
+
+        A failure poisons the stream: what reached the file is then no longer what was
+        acknowledged (a write may have stored part of its bytes), so every later write, flush
+        and ``close_and_get_handle`` raises ``StreamFailedError`` and only ``close()`` is left,
+        which discards the file.
+        """
         with self._io_guard():
             self._begin_io()
             try:
-                self._spill()
+                operation()
+            except Exception as exc:
+                self._failure = exc
+                self._room = -1  # no more plain appends: every write checks the failure
+                raise
             finally:
                 self._end_io()
+
+    def _failed_error(self) -> StreamFailedError:
+        """The error of any use of a stream after a write or flush failed."""
+        failure = self._failure
+        assert failure is not None
+        where = self._file.shown if self._file is not None else self._settings.base_dir.shown
+        code = getattr(failure, "errno", None)
+        if not isinstance(code, int) or type(OSError(code, "")) is not OSError:
+            code = errno.EIO  # OSError(code) would be another class (FileNotFoundError...)
+        error = StreamFailedError(
+            f"The state stream to {where} failed a write or flush earlier and holds no complete "
+            f"state, so it gives no handle (close() discards it): "
+            f"{type(failure).__name__}: {redact_text(str(failure), limit=300)}"
+        )
+        error.errno = code
+        error.__cause__ = failure
+        return error
 
     def _spill(self) -> None:
         if self._writer is None:
@@ -355,6 +394,10 @@ class FsCheckpointStateOutputStream:
             flags.release()
         if was_closed:
             raise StreamClosedError(_CLOSED_MESSAGE)
+        if self._failure is not None:
+            with self._io_guard():
+                self._discard_file()
+            raise self._failed_error()
         buffer = self._buffer
         if self._writer is None and len(buffer) <= self._settings.threshold:
             # Inline state (S5), or None for an empty stream: no I/O, so no lock to wait for.
@@ -453,6 +496,8 @@ class FsCheckpointStateOutputStream:
         with self._flag_lock:
             if self._closed:
                 raise StreamClosedError("closed")
+            if self._failure is not None:
+                raise self._failed_error()
             self._busy = True
 
     def _end_io(self) -> None:

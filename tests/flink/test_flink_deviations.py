@@ -110,6 +110,28 @@ def test_bad5_blank_savepoint_target_is_a_relative_directory(flink_storage):
             savepoint.parent.rmdir()  # only if nothing else is in it
 
 
+def test_str16_a_handle_reads_whatever_its_file_holds(flink_storage):
+    """Beyond Flink (STR-16): FileStateHandle reads whatever its file holds (H1), so a state
+    file truncated behind the storage's back reads as fewer bytes than its state size, with
+    no error."""
+    access = _job(flink_storage)
+    factory = access.resolve_checkpoint_storage_location(
+        5, access.initialize_location_for_checkpoint(5).location_reference
+    )
+    state = bytes(range(256)) * 40
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    stream.write(state)
+    handle = stream.close_and_get_handle()
+    assert handle.state_size == len(state)
+    path = _local(handle.file_path)
+    path.write_bytes(state[:5000])
+    source = handle.open_input_stream()
+    try:
+        assert source.read() == state[:5000]
+    finally:
+        source.close()
+
+
 def test_duplicate_answers_unsupported_before_checking_arguments(flink_storage):
     """Without fast duplication, duplicate(None) is refused as unsupported, not as None: why
     BAD-1's corpus calls duplicate() only where fast-duplicate is claimed (TO5, S17)."""

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import io
+import os
 import pickle
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import fsspec
 import fsspec.config
@@ -19,6 +27,7 @@ from ckptstore.filesystems import (
     traits_for,
 )
 from ckptstore.io_errors import host_endpoint, public_endpoint
+from ckptstore.paths import parse_storage_path
 
 
 def test_tokens_name_the_store_and_never_the_credentials() -> None:
@@ -257,3 +266,103 @@ def test_exclusive_mode_adds_the_write_flag_for_sftp() -> None:
     """paramiko takes 'x' as O_CREAT|O_EXCL without O_WRONLY: SFTP files open with 'wxb'."""
     assert exclusive_mode(_FakeSftp()) == "wxb"
     assert exclusive_mode(fsspec.filesystem("memory")) == "xb"
+
+
+# --------------------------------------------------------------------------- failed publishes
+
+#: Publishes ``_metadata`` of argv[2] bytes into argv[1] under a file size limit of argv[3]
+#: bytes (SIGXFSZ ignored, so writes beyond it fail with EFBIG); prints the error's errno.
+_LIMITED_PUBLISH = """
+import resource, signal, sys
+from ckptstore.filesystems import publish_exclusive
+from ckptstore.paths import parse_storage_path
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[3]), resource.RLIM_INFINITY))
+target = parse_storage_path(sys.argv[1]).child("_metadata")
+try:
+    publish_exclusive(None, target, b"m" * int(sys.argv[2]))
+except OSError as error:
+    print(type(error).__name__, error.errno)
+else:
+    print("published")
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="no file size limits here")
+def test_a_local_publish_over_the_file_size_limit_leaves_nothing(tmp_path: Path) -> None:
+    """A ``_metadata`` write that fails part-way (EFBIG, as on a full disk) removes its
+    staging file; a later publish of a smaller one succeeds in the same directory."""
+    directory = parse_storage_path(str(tmp_path))
+    child = subprocess.run(
+        [sys.executable, "-c", _LIMITED_PUBLISH, directory.url, str(1 << 20), str(64 << 10)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        timeout=60,
+        check=True,
+    )
+    assert child.stdout.split() == ["CheckpointIOError", str(errno.EFBIG)], child.stderr
+    assert list(tmp_path.iterdir()) == []
+    filesystems.publish_exclusive(None, directory.child("_metadata"), b"small")
+    assert [p.name for p in tmp_path.iterdir()] == ["_metadata"]
+
+
+@pytest.mark.parametrize("step", ["write", "fsync", "link"])
+def test_every_failing_step_of_a_local_publish_removes_its_staging_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """Whichever step fails (write, fsync or link), no staging file stays behind."""
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    if step == "write":
+        monkeypatch.setattr(filesystems, "open", _failing_writes, raising=False)
+    else:
+        monkeypatch.setattr(filesystems.os, step, failing)
+    with pytest.raises(OSError) as error:
+        filesystems.publish_exclusive(
+            None, parse_storage_path(str(tmp_path)).child("_metadata"), b"m"
+        )
+    assert error.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []
+
+
+def _failing_writes(path: str, mode: str) -> Any:
+    """``open`` whose files fail every write after creating the file (a full disk)."""
+
+    class FullDisk(io.FileIO):
+        def write(self, data: Any) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    return FullDisk(path, mode.replace("b", ""))
+
+
+class _HalfWritingFs:
+    """A file system without an atomic publish (as SFTP) whose files fail their writes."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.removed: list[str] = []
+
+    def open(self, path: str, mode: str) -> Any:
+        return _failing_writes(path, "xb")
+
+    def rm_file(self, path: str) -> None:
+        self.removed.append(path)
+        os.unlink(path)
+
+
+def test_a_failed_publish_removes_the_half_written_file_it_created(tmp_path: Path) -> None:
+    """Where the publish writes the target itself (SFTP), a failure deletes the file it
+    created exclusively; a target that existed before is never deleted."""
+    fs = _HalfWritingFs(tmp_path)
+    target = parse_storage_path(f"sftp://host:22{tmp_path}/_metadata")
+    with pytest.raises(OSError):
+        filesystems.publish_exclusive(fs, target, b"metadata")
+    assert fs.removed == [target.fs_path]
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "_metadata").write_bytes(b"first")
+    with pytest.raises(FileExistsError):
+        filesystems.publish_exclusive(fs, target, b"metadata")
+    assert (tmp_path / "_metadata").read_bytes() == b"first"

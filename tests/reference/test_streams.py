@@ -3,6 +3,7 @@ FsCheckpointStateOutputStreamTest (T-SOS*) and CheckpointStateOutputStreamTest (
 
 from __future__ import annotations
 
+import errno
 import random
 import threading
 import time
@@ -12,13 +13,26 @@ import pytest
 
 from ckptstore import FileStateHandle, RelativeFileStateHandle
 from ckptstore import streams as streams_module
-from ckptstore.api import ByteStreamStateHandle, CheckpointedStateScope, CheckpointStateOutputStream
-from ckptstore.errors import CheckpointIOError, InvalidArgumentError, StreamClosedError
+from ckptstore.api import (
+    ByteStreamStateHandle,
+    CheckpointedStateScope,
+    CheckpointStateOutputStream,
+    CheckpointStorageLocationReference,
+    JobID,
+)
+from ckptstore.errors import (
+    CheckpointIOError,
+    InvalidArgumentError,
+    StreamClosedError,
+    StreamFailedError,
+)
 from ckptstore.filesystems import register_filesystem
 from ckptstore.locations import FsCheckpointStreamFactory
 from ckptstore.paths import parse_storage_path
 from ckptstore.streams import FsCheckpointStateOutputStream
 from tests.reference._fsroot import FsRoot
+from tests.reference._moto import S3Root
+from tests.reference.test_s3_requests import make_storage
 
 
 def _stream(
@@ -272,6 +286,134 @@ def test_cleanup_when_failing_close_and_get_handle(
         stream.close_and_get_handle()
     assert not fsroot.exists(target)
     assert stream.closed
+
+
+class _FileSizeLimit:
+    """A stream's real writer under a file size limit: a write that would pass ``limit``
+    stores the bytes up to it and fails with EFBIG, as a write under ``RLIMIT_FSIZE`` does."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+        self.written = 0
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        if self.written + len(view) > self.limit:
+            self.inner.write(view[: self.limit - self.written])
+            self.inner.flush()
+            self.written = self.limit
+            raise OSError(errno.EFBIG, "File too large")
+        self.written += len(view)
+        return int(self.inner.write(view))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _limited_stream(
+    root: FsRoot, monkeypatch: pytest.MonkeyPatch, limit: int
+) -> FsCheckpointStateOutputStream:
+    real = streams_module.open_exclusive_write
+    monkeypatch.setattr(
+        streams_module,
+        "open_exclusive_write",
+        lambda fs, path: _FileSizeLimit(real(fs, path), limit),
+    )
+    return _stream(root, 4096, 0)
+
+
+def test_a_write_that_failed_part_way_poisons_the_stream(
+    fsroot: FsRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """128 KiB acknowledged, then a 2 MiB write fails part-way (1 MiB limit): every later
+    write, flush and close_and_get_handle raises StreamFailedError (the failure's errno), no
+    handle is given and the partial file is removed."""
+    stream = _limited_stream(fsroot, monkeypatch, limit=1 << 20)
+    stream.write(bytes(128 << 10))
+    stream.flush()
+    with pytest.raises(OSError) as failed:
+        stream.write(bytes(2 << 20))
+    assert failed.value.errno == errno.EFBIG
+    target = stream.file_path
+    assert target is not None
+    assert len(fsroot.read(target)) == 1 << 20  # the unacknowledged fragment is in the file
+    for call in (lambda: stream.write(b"x"), lambda: stream.write(b""), stream.flush):
+        with pytest.raises(StreamFailedError, match="failed a write or flush earlier") as error:
+            call()
+        assert error.value.errno == errno.EFBIG
+        assert error.value.__cause__ is failed.value
+    with pytest.raises(StreamFailedError):
+        stream.close_and_get_handle()
+    assert stream.closed
+    assert not fsroot.exists(target)
+    stream.close()
+    with pytest.raises(StreamClosedError):
+        stream.close_and_get_handle()
+
+
+def test_close_discards_a_failed_stream(fsroot: FsRoot, monkeypatch: pytest.MonkeyPatch) -> None:
+    """close() after a failed write removes the partial file and never raises."""
+    stream = _limited_stream(fsroot, monkeypatch, limit=10_000)
+    with pytest.raises(OSError):
+        stream.write(bytes(50_000))
+    target = stream.file_path
+    assert target is not None
+    assert fsroot.exists(target)
+    stream.close()
+    assert not fsroot.exists(target)
+
+
+def test_a_failed_file_creation_gives_no_inline_handle(
+    fsroot: FsRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write whose file could not be created leaves part of its bytes in the buffer; a later
+    close_and_get_handle must not hand those out (inline or in a file created then)."""
+    real = streams_module.open_exclusive_write
+    failures = iter(range(streams_module.MAX_FILE_CREATION_ATTEMPTS))
+
+    def creation(fs: Any, path: Any) -> Any:
+        if next(failures, None) is not None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fs, path)
+
+    monkeypatch.setattr(streams_module, "open_exclusive_write", creation)
+    stream = _stream(fsroot, 100, 100)
+    stream.write(bytes(60))
+    with pytest.raises(OSError, match="Could not open output stream"):
+        stream.write(bytes(60))
+    with pytest.raises(StreamFailedError) as error:
+        stream.close_and_get_handle()
+    assert error.value.errno == errno.ENOSPC
+    assert fsroot.files(fsroot.sub("dir")) == []
+
+
+def _write_megabytes(stream: Any, count: int) -> None:
+    for _ in range(count):
+        stream.write(bytes(1 << 20))
+
+
+def test_a_failed_part_upload_poisons_the_stream(s3: S3Root) -> None:
+    """S3: an UploadPart refused mid-stream fails the write; close_and_get_handle then raises
+    and no object and no open multipart upload is left."""
+    storage = make_storage(s3, storage_options={"default_block_size": 5 << 20})
+    access = storage.create_checkpoint_storage(JobID.generate())
+    location = access.resolve_checkpoint_storage_location(
+        1, CheckpointStorageLocationReference.default()
+    )
+    stream = location.create_checkpoint_state_output_stream(CheckpointedStateScope.EXCLUSIVE)
+    s3.ledger.inject("UploadPart", status=403, code="AccessDenied", times=1)
+    try:
+        with pytest.raises(OSError):
+            _write_megabytes(stream, 30)
+    finally:
+        s3.ledger.clear_faults()
+    with pytest.raises(StreamFailedError):
+        stream.close_and_get_handle()
+    assert s3.keys() == []
+    bucket, prefix = s3.url.removeprefix("s3://").split("/", 1)
+    uploads = s3.raw.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=prefix)
+    assert not uploads.get("Uploads")
 
 
 def test_write_fails_fast_when_closed(fsroot: FsRoot) -> None:

@@ -14,8 +14,12 @@ as a ``ClauseFailure`` that names the clause (the reports read the ids, never th
 
 from __future__ import annotations
 
+import os
 import pickle
+import signal
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -65,6 +69,7 @@ __all__ = [
     "second_bucket",
     "second_route",
     "tagged",
+    "under_file_size_limit",
     "write_chunks",
     "write_state",
     "within",
@@ -259,6 +264,60 @@ def call_outcome(call: Callable[[], object]) -> str:
     except Exception as exc:  # the clause wants an OSError; anything else fails it
         return f"{type(exc).__name__}: {exc}"
     return "returned"
+
+
+#: What a child process of :func:`under_file_size_limit` runs before its script: ``box`` (the
+#: pickle on its stdin), ``limit_file_size(n)`` (from then on a write beyond byte ``n`` of a
+#: local file fails with EFBIG, as on a full disk; SIGXFSZ is ignored) and ``outcome(call)``.
+LIMITED_CHILD_PRELUDE = """
+import pickle, resource, signal, sys
+
+def limit_file_size(size):
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+
+def outcome(call):
+    try:
+        return ("returned", call())
+    except OSError as error:
+        return ("OSError", f"{type(error).__name__}: {error}")
+    except Exception as error:
+        return ("raised", f"{type(error).__name__}: {error}")
+
+box = pickle.load(sys.stdin.buffer)
+"""
+
+
+def under_file_size_limit(
+    clause: str, sandbox: Any, script: str, box: dict[str, Any]
+) -> dict[str, Any]:
+    """Run ``script`` in a fresh interpreter after :data:`LIMITED_CHILD_PRELUDE`, with this
+    process's import path, and return the dict it pickles to its stdout (``out``).
+
+    A file size limit (``RLIMIT_FSIZE``) makes writes of local files fail part-way, as a full
+    disk does, without root; it holds for the child's own writes only, so only the local
+    backend's can fail this way (elsewhere: a skip with the reason)."""
+    if sandbox.backend.scheme != "file" or not hasattr(signal, "SIGXFSZ"):
+        pytest.skip("a file size limit of a child process fails writes of local files only")
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    script += "\nsys.stdout.buffer.write(pickle.dumps(out))\n"
+    child = subprocess.run(
+        [sys.executable, "-c", LIMITED_CHILD_PRELUDE + script],
+        input=pickle.dumps(box),
+        capture_output=True,
+        env=environ,
+        timeout=180,
+        check=False,
+    )
+    require(
+        child.returncode == 0,
+        clause,
+        fail_message(clause, "a child process under a file size limit", sandbox)
+        + "\nchild stderr:\n"
+        + child.stderr.decode(errors="replace")[-4000:],
+    )
+    return dict(pickle.loads(child.stdout))
 
 
 def closed_port() -> int:

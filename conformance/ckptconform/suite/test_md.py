@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ckptconform.suite._driver import (
+    EXCLUSIVE,
     JobDriver,
     driver_with,
     expect_error,
@@ -24,6 +25,7 @@ from ckptconform.suite._driver import (
     file_path,
     files_below,
     join,
+    open_uploads_below,
     parent,
     payload,
     read_handle,
@@ -31,6 +33,8 @@ from ckptconform.suite._driver import (
     routed_options,
     second_route,
     tagged,
+    under_file_size_limit,
+    write_chunks,
 )
 from ckptstore.api import NON_ADDRESSABLE_POINTER, ByteStreamStateHandle
 
@@ -601,3 +605,136 @@ def test_negative_checkpoint_ids(sandbox, target, checkpoint_id):
         sandbox,
         checkpoint_id=checkpoint_id,
     )
+
+
+#: MD-12's child: a checkpoint's setup, then a file size limit of LIMIT bytes, then a
+#: finalization and two state streams whose bytes pass the limit: a small state that the
+#: stream may buffer until close_and_get_handle(), a large one written in chunks (a write
+#: fails part-way, then close()).
+MD12_CHILD = """
+from ckptstore.api import CheckpointedStateScope
+access = box["storage"].create_checkpoint_storage(box["job_id"])
+access.initialize_base_locations_for_checkpoint()
+location = access.initialize_location_for_checkpoint(1)
+factory = access.resolve_checkpoint_storage_location(1, location.location_reference)
+small = factory.create_checkpoint_state_output_stream(CheckpointedStateScope.EXCLUSIVE)
+large = factory.create_checkpoint_state_output_stream(CheckpointedStateScope.SHARED)
+metadata = location.create_metadata_output_stream()
+limit_file_size(box["limit"])
+out = {}
+metadata.write(box["metadata"])
+out["close_and_finalize_checkpoint()"] = outcome(metadata.close_and_finalize_checkpoint)
+metadata.close()
+small.write(box["small"])
+out["close_and_get_handle() of a small state"] = outcome(small.close_and_get_handle)
+small.close()
+for start in range(0, len(box["large"]), 4096):
+    wrote = outcome(lambda: large.write(box["large"][start : start + 4096]))
+    if wrote[0] != "returned":
+        out["write() of a large state, then close()"] = wrote
+        break
+else:
+    out["close_and_get_handle() of a large state"] = outcome(large.close_and_get_handle)
+large.close()
+"""
+FILE_SIZE_LIMIT = 1024
+#: Why a fault reached none of a target's writes (a skip's reason).
+NOT_REACHED = (
+    "the target's bytes did not meet the fault (kept in memory, or written by another process, "
+    "such as a JVM, that the test's file size limit does not reach)"
+)
+
+
+@pytest.mark.clause("MD-12")
+def test_failed_writes_under_a_file_size_limit_leave_nothing(sandbox, target):
+    """MD-12: under a file size limit, a failed close_and_finalize_checkpoint(), a failed
+    close_and_get_handle() and a failed write followed by close() leave no temporary, staging
+    or partial file on the backend."""
+    drv = JobDriver(sandbox, **file_options(target))
+    before = set(files_below(sandbox, sandbox.root))
+    box = {
+        "storage": drv.storage,
+        "job_id": drv.job_id,
+        "limit": FILE_SIZE_LIMIT,
+        "metadata": payload(3 * FILE_SIZE_LIMIT, seed=1),
+        "small": payload(3 * FILE_SIZE_LIMIT, seed=2),
+        "large": payload(200 * FILE_SIZE_LIMIT, seed=3),
+    }
+    out = under_file_size_limit("MD-12", sandbox, MD12_CHILD, box)
+    _check_nothing_staged_left(sandbox, out, before, f"a file size limit of {FILE_SIZE_LIMIT}")
+
+
+def _check_nothing_staged_left(
+    sandbox: Any, out: dict[str, tuple[str, Any]], before: set[str], how: str
+) -> None:
+    """MD-12: after the failures of ``out`` (call -> (outcome, result)), the backend holds no
+    file that was not there ``before``, but for those of the results that returned."""
+    if all(kind == "returned" for kind, _ in out.values()):
+        pytest.skip(f"nothing failed under {how}: {NOT_REACHED}")
+    kept = set()
+    for kind, result in out.values():
+        if kind == "returned" and result is not None:
+            handle = getattr(result, "metadata_handle", result)
+            if file_path(handle) is not None:
+                kept.add(sandbox.raw_path(file_path(handle)).rstrip("/"))
+    left = sorted(set(files_below(sandbox, sandbox.root)) - before - kept)
+    uploads = open_uploads_below(sandbox, sandbox.root)  # aborted here: none outlives the test
+    shown = "\n".join(f"  {call}: {kind} {result!r}"[:400] for call, (kind, result) in out.items())
+    msg = fail_message("MD-12", f"failed writes under {how}", sandbox) + f"\noutcomes:\n{shown}"
+    assert not left, msg + f"\nleft on the backend: {left}"
+    assert not uploads, msg + f"\nopen multipart uploads left: {uploads}"
+
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.clause("MD-12")
+@pytest.mark.backend_traits(object_store=True, ledger=True)
+def test_refused_uploads_leave_nothing_staged(sandbox, target, backend):
+    """MD-12: when the server refuses the upload of _metadata, of a small state and of a state
+    in a multipart upload, close_and_finalize_checkpoint() and close_and_get_handle() fail and
+    leave no staging or partial file and no open multipart upload."""
+    options = {**file_options(target)}
+    options["storage_options"] = {**backend.storage_options, "default_block_size": 5 * MIB}
+    if "memory-limit" in target.capabilities:
+        options["max_state_size"] = 32 * MIB
+    drv = JobDriver(sandbox, **options)
+    drv.init_base()
+    location = drv.location(1)
+    factory = drv.worker(1, location.location_reference)
+    before = set(files_below(sandbox, sandbox.root))
+    metadata = location.create_metadata_output_stream()
+    metadata.write(payload(3000, seed=1))
+    out = {
+        "close_and_finalize_checkpoint()": _refused(
+            backend, "PutObject", "/_metadata", metadata.close_and_finalize_checkpoint
+        )
+    }
+    metadata.close()
+    for name, size, operation in (
+        ("a small state", 3000, "PutObject"),
+        ("a state of 12 MiB in parts", 12 * MIB, "CompleteMultipartUpload"),
+    ):
+        stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+        write_chunks(stream, payload(size, seed=size), [MIB] * (size // MIB))
+        out[f"close_and_get_handle() of {name}"] = _refused(
+            backend, operation, None, stream.close_and_get_handle
+        )
+        stream.close()
+    _check_nothing_staged_left(sandbox, out, before, "refused uploads")
+
+
+def _refused(backend: Any, operation: str, key_part: str | None, call: Any) -> tuple[str, Any]:
+    """``call``'s outcome while the server refuses every ``operation`` (403 AccessDenied, not
+    retried) on keys holding ``key_part``: ("returned", result) or (error kind, text)."""
+    backend.ledger.inject(
+        operation, status=403, code="AccessDenied", times=None, key_contains=key_part
+    )
+    try:
+        return ("returned", call())
+    except OSError as error:
+        return ("OSError", f"{type(error).__name__}: {error}")
+    except Exception as error:  # another clause's business; here only what is left counts
+        return ("raised", f"{type(error).__name__}: {error}")
+    finally:
+        backend.ledger.clear_faults()

@@ -30,6 +30,7 @@ from ckptconform.suite._driver import (
     read_handle,
     require,
     tagged,
+    under_file_size_limit,
     within,
     write_chunks,
     write_state,
@@ -743,3 +744,161 @@ def test_fixed_upload_size_gives_equal_parts(sandbox, target, backend):
 def _part_number(query: str) -> int:
     """The partNumber of an UploadPart request's query string."""
     return int(parse_qs(query.lstrip("?")).get("partNumber", ["0"])[0])
+
+
+#: STR-15's child: a state stream, a file size limit of LIMIT bytes, FIRST bytes written and
+#: flushed (within the limit), a write of SECOND bytes that passes the limit part-way, and one
+#: more write (a caller may ignore a failed write) before close_and_get_handle().
+STR15_CHILD = """
+from ckptstore.api import CheckpointedStateScope
+access = box["storage"].create_checkpoint_storage(box["job_id"])
+access.initialize_base_locations_for_checkpoint()
+location = access.initialize_location_for_checkpoint(1)
+factory = access.resolve_checkpoint_storage_location(1, location.location_reference)
+stream = factory.create_checkpoint_state_output_stream(CheckpointedStateScope.EXCLUSIVE)
+limit_file_size(box["limit"])
+out = {"write": outcome(lambda: stream.write(box["first"]))}
+out["flush"] = outcome(stream.flush)
+out["failing write"] = outcome(lambda: stream.write(box["second"]))
+out["later write"] = outcome(lambda: stream.write(box["first"]))
+out["close_and_get_handle"] = outcome(stream.close_and_get_handle)
+stream.close()
+"""
+
+
+@pytest.mark.clause("STR-15")
+def test_a_stream_whose_write_failed_gives_no_handle(sandbox, target):
+    """STR-15: after a write that failed part-way (as on a full disk), close_and_get_handle()
+    raises OSError and the partial file is removed."""
+    drv = JobDriver(sandbox, **file_options(target))
+    before = set(files_below(sandbox, sandbox.root))
+    box = {
+        "storage": drv.storage,
+        "job_id": drv.job_id,
+        "limit": MIB,
+        "first": payload(128 * 1024, seed=1),
+        "second": payload(2 * MIB, seed=2),
+    }
+    out = under_file_size_limit("STR-15", sandbox, STR15_CHILD, box)
+    _check_no_handle_after_a_failed_write(sandbox, out, before, "a file size limit of 1 MiB")
+
+
+def _check_no_handle_after_a_failed_write(
+    sandbox: Any, out: dict[str, tuple[str, Any]], before: set[str], how: str
+) -> None:
+    """STR-15: once a write of ``out`` failed, close_and_get_handle() raised OSError and no
+    file is left that was not there ``before``."""
+    failed = [
+        call for call, (kind, _) in out.items() if call.endswith("write") and kind != "returned"
+    ]
+    if not failed:
+        pytest.skip(
+            f"no write failed under {how}: the target's bytes did not meet the fault (kept in "
+            "memory, or written by another process, such as a JVM, that the limit does not reach)"
+        )
+    kind, result = out["close_and_get_handle"]
+    left = sorted(set(files_below(sandbox, sandbox.root)) - before)
+    shown = "\n".join(f"  {call}: {kind} {value!r}"[:400] for call, (kind, value) in out.items())
+    msg = fail_message("STR-15", f"close_and_get_handle() after a failed write, {how}", sandbox)
+    msg += f"\noutcomes:\n{shown}"
+    if kind == "returned" and result is not None:
+        msg += f"\nthe handle: {result!r}, state_size {getattr(result, 'state_size', '?')}"
+    assert kind == "OSError", msg
+    assert not left, msg + f"\nthe partial file is left: {left}"
+
+
+@pytest.mark.clause("STR-15")
+@pytest.mark.backend_traits(object_store=True, ledger=True)
+def test_a_stream_whose_part_upload_failed_gives_no_handle(sandbox, target, backend):
+    """STR-15: after a write failed because the server refused a part of it (later writes
+    attempted all the same), close_and_get_handle() raises OSError and no partial file is
+    left."""
+    options = {**file_options(target)}
+    options["storage_options"] = {**backend.storage_options, "default_block_size": 5 * MIB}
+    if "memory-limit" in target.capabilities:
+        options["max_state_size"] = 32 * MIB
+    factory = _factory(JobDriver(sandbox, **options))
+    before = set(files_below(sandbox, sandbox.root))
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    out = {}
+    backend.ledger.inject("UploadPart", status=403, code="AccessDenied", times=1)
+    try:
+        for n in range(12):  # on after a failure too: a caller may ignore a failed write
+            out[f"{n + 1}. write"] = _outcome(lambda n=n: stream.write(payload(MIB, seed=n)))
+    finally:
+        backend.ledger.clear_faults()
+    out["close_and_get_handle"] = _outcome(stream.close_and_get_handle)
+    stream.close()
+    try:
+        _check_no_handle_after_a_failed_write(sandbox, out, before, "a refused UploadPart")
+    finally:
+        open_uploads_below(sandbox, sandbox.root)  # none outlives the test
+
+
+def _outcome(call: Any) -> tuple[str, Any]:
+    """("returned", result), ("OSError", text) or ("raised", text) of ``call``."""
+    try:
+        return ("returned", call())
+    except OSError as error:
+        return ("OSError", f"{type(error).__name__}: {error}")
+    except Exception as error:
+        return ("raised", f"{type(error).__name__}: {error}")
+
+
+#: How STR-16 reads a handle to its end: each way must notice a file of another size.
+SIZED_READS = ("read()", "read(k)", "readinto()", "seek() and read()")
+
+
+def _read_to_the_end(handle: Any, how: str) -> bytes:
+    """Read ``handle``'s input stream to its end the way ``how`` names."""
+    with handle.open_input_stream() as source:
+        if how == "read()":
+            return bytes(source.read())
+        if how == "seek() and read()":
+            source.seek(handle.state_size // 2)
+            return bytes(source.read())
+        pieces = []
+        while True:
+            if how == "readinto()":
+                buffer = bytearray(7000)
+                piece = bytes(buffer[: source.readinto(buffer)])
+            else:
+                piece = bytes(source.read(7000))
+            if not piece:
+                return b"".join(pieces)
+            pieces.append(piece)
+
+
+@pytest.mark.clause("STR-16")
+@pytest.mark.parametrize("change", ["shorter", "longer"])
+def test_reads_check_the_state_size(sandbox, target, change):
+    """STR-16: a file-backed handle whose file became shorter or longer than its state_size
+    behind the storage's back raises OSError with read(), read(k), readinto() and after seek()
+    alike, instead of returning other bytes."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    location = drv.location(1)
+    blob = payload(100_000, seed=16)
+    handles = {"a state": write_state(drv.worker(1, location.location_reference), blob)}
+    handles["the _metadata"] = drv.finalize(location, blob).metadata_handle
+    found = blob[:50_000] if change == "shorter" else blob + payload(100_000, seed=17)
+    checked = 0
+    for name, handle in handles.items():
+        path = file_path(handle)
+        if path is None or handle.state_size < 0:
+            continue  # inline, or a size the handle does not know
+        sandbox.backend.raw.pipe_file(sandbox.raw_path(path), found)
+        checked += 1
+        outcomes = {
+            how: call_outcome(lambda h=handle, w=how: _read_to_the_end(h, w)) for how in SIZED_READS
+        }
+        msg = fail_message(
+            "STR-16", f"read {name} whose file became {change}", sandbox, file=path,
+            state_size=handle.state_size, file_size=len(found),
+        )  # fmt: skip
+        wrong = {
+            how: outcome for how, outcome in outcomes.items() if not outcome.startswith("OSError")
+        }
+        assert not wrong, msg + f"\nno OSError: {wrong}"
+    if not checked:
+        pytest.skip("no file-backed handle of a known state_size to read")
