@@ -1,4 +1,4 @@
-"""The message-text excuse of the mutation report (scripts/mutation_messages.py).
+"""The message-text excuse of the mutation report (tools/mutation/mutation_messages.py).
 
 A survivor is excused only when it changes nothing but arguments of listed message
 parameters; anything else, even beside such a change, keeps it a survivor.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "scripts" / "mutation_messages.py"
+_PATH = Path(__file__).resolve().parents[2] / "tools" / "mutation" / "mutation_messages.py"
 _SPEC = importlib.util.spec_from_file_location("mutation_messages", _PATH)
 assert _SPEC is not None
 assert _SPEC.loader is not None

@@ -1,23 +1,28 @@
-"""The verdicts that scripts/mutation.py keeps in the repository, and its module excuses.
+"""The verdicts that tools/mutation/mutation.py keeps on the branch mutation-state, and its
+module excuses.
 
-``.mutation/`` is scratch a fresh clone lacks; the verdicts kept in ``docs/mutation/results``
-must come back where mutmut reads them, without overwriting a workdir's newer ones.
+``.mutation/`` is scratch a fresh clone lacks; the verdicts kept on the orphan branch
+``mutation-state`` (``results/<workdir>/``) must come back where mutmut reads them, without
+overwriting a workdir's newer ones, and ``--keep-results`` must commit new ones there without
+touching the checkout. Those tests work in a scratch git repository, never this one.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-_SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+_ROOT = Path(__file__).resolve().parents[2]
+_TOOL = _ROOT / "tools" / "mutation"
 
 
 def _load(name: str) -> object:
-    spec = importlib.util.spec_from_file_location(name, _SCRIPTS / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, _TOOL / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -26,7 +31,7 @@ def _load(name: str) -> object:
     return module
 
 
-sys.path.insert(0, str(_SCRIPTS))  # mutation.py imports mutation_messages
+sys.path.insert(0, str(_TOOL))  # mutation.py imports mutation_messages
 mutation = _load("mutation")
 
 META = {
@@ -41,11 +46,26 @@ META = {
 }
 
 
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
 @pytest.fixture
-def kept(tmp_path, monkeypatch):
-    results = tmp_path / "results"
-    monkeypatch.setattr(mutation, "RESULTS", results)
-    return results
+def repo(tmp_path, monkeypatch):
+    """A scratch repository with one commit on main (the user's checkout), as STATE_REPO."""
+    for variable in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{variable}_NAME", "test")
+        monkeypatch.setenv(f"GIT_{variable}_EMAIL", "test@example.invalid")
+    checkout = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(checkout)], check=True)
+    (checkout / "README.md").write_text("main\n")
+    _git(checkout, "add", "README.md")
+    _git(checkout, "commit", "-q", "-m", "main")
+    monkeypatch.setattr(mutation, "STATE_REPO", checkout)
+    monkeypatch.setattr(mutation, "_MISSING_SAID", [])
+    return checkout
 
 
 def _workdir(root: Path, name: str = "local+memory") -> Path:
@@ -54,34 +74,115 @@ def _workdir(root: Path, name: str = "local+memory") -> Path:
     return workdir
 
 
-def test_verdicts_are_kept_without_timings(tmp_path, kept):
-    workdir = _workdir(tmp_path)
-    (workdir / "mutants" / "src" / "ckptstore" / "paths.py.meta").write_text(json.dumps(META))
-    mutation.keep_results(workdir)
-    saved = json.loads((kept / "local+memory" / "paths.py.meta").read_text())
+def _with_meta(root: Path, meta: dict[str, object], name: str = "local+memory") -> Path:
+    workdir = _workdir(root, name)
+    (workdir / "mutants" / "src" / "ckptstore" / "paths.py.meta").write_text(json.dumps(meta))
+    return workdir
+
+
+def _kept(repo: Path, path: str) -> dict[str, object]:
+    return dict(json.loads(_git(repo, "show", f"{mutation.STATE_BRANCH}:{path}")))
+
+
+def test_verdicts_are_kept_on_the_branch_without_timings(tmp_path, repo):
+    workdir = _with_meta(tmp_path / "scratch", META)
+    commit = mutation.keep_results([workdir])
+    assert commit == _git(repo, "rev-parse", "mutation-state")
+    saved = _kept(repo, "results/local+memory/paths.py.meta")
     assert saved["exit_code_by_key"] == META["exit_code_by_key"]
     assert saved["hash_by_function_name"] == {"x_parse": "abc"}
     assert saved["durations_by_key"] == {}
     assert saved["estimated_durations_by_key"] == {}
+    # an orphan branch: no history of main in it
+    assert _git(repo, "rev-list", "mutation-state") == commit
 
 
-def test_a_fresh_workdir_gets_the_kept_verdicts(tmp_path, kept):
-    (kept / "local+memory").mkdir(parents=True)
-    (kept / "local+memory" / "paths.py.meta").write_text(json.dumps(META))
+def test_keeping_leaves_the_checkout_alone(tmp_path, repo):
+    """The commit is made with a temporary index: HEAD, the index and the files stay."""
+    (repo / "README.md").write_text("edited, not staged\n")
+    (repo / "new.txt").write_text("staged\n")
+    _git(repo, "add", "new.txt")
+    before = (_git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain"))
+    mutation.keep_results([_with_meta(tmp_path / "scratch", META)])
+    assert (_git(repo, "rev-parse", "HEAD"), _git(repo, "status", "--porcelain")) == before
+    assert _git(repo, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert (repo / "README.md").read_text() == "edited, not staged\n"
+    assert not (repo / "results").exists()
+
+
+def test_keeping_again_adds_a_commit_only_for_new_verdicts(tmp_path, repo):
+    """Unchanged verdicts make no commit; new ones make a child that keeps the branch's other
+    files (another workdir, the reviews)."""
+    first = mutation.commit_state({"reviews/status.md": "open\n"}, "reviews")
+    workdir = _with_meta(tmp_path / "scratch", META)
+    second = mutation.keep_results([workdir])
+    assert mutation.keep_results([workdir]) is None
+    newer = {**META, "exit_code_by_key": {"ckptstore.paths.x_parse__mutmut_1": 0}}
+    (workdir / "mutants" / "src" / "ckptstore" / "paths.py.meta").write_text(json.dumps(newer))
+    third = mutation.keep_results([workdir])
+    assert _git(repo, "rev-list", "mutation-state").split() == [third, second, first]
+    assert _git(repo, "show", "mutation-state:reviews/status.md") == "open"
+    kept = _kept(repo, "results/local+memory/paths.py.meta")
+    assert kept["exit_code_by_key"] == {"ckptstore.paths.x_parse__mutmut_1": 0}
+
+
+def test_a_fresh_workdir_gets_the_kept_verdicts(tmp_path, repo):
+    mutation.keep_results([_with_meta(tmp_path / "old", META)])
+    mutation.keep_results([_with_meta(tmp_path / "old", {**META, "exit_code_by_key": {}}, "moto")])
+    assert mutation.kept_legs() == ["local+memory", "moto"]
     fresh = tmp_path / "clone" / "local+memory"
     mutation.restore_results(fresh)
     restored = json.loads((fresh / "mutants" / "src" / "ckptstore" / "paths.py.meta").read_text())
     assert restored["exit_code_by_key"] == META["exit_code_by_key"]
+    assert restored["durations_by_key"] == {}
 
 
-def test_a_workdir_keeps_its_own_newer_verdicts(tmp_path, kept):
-    (kept / "local+memory").mkdir(parents=True)
-    (kept / "local+memory" / "paths.py.meta").write_text(json.dumps(META))
-    workdir = _workdir(tmp_path)
+def test_a_workdir_keeps_its_own_newer_verdicts(tmp_path, repo):
+    mutation.keep_results([_with_meta(tmp_path / "old", META)])
+    workdir = _workdir(tmp_path / "scratch")
     own = workdir / "mutants" / "src" / "ckptstore" / "paths.py.meta"
     own.write_text(json.dumps({**META, "exit_code_by_key": {}}))
     mutation.restore_results(workdir)
     assert json.loads(own.read_text())["exit_code_by_key"] == {}
+
+
+def test_without_the_branch_it_says_so_once_and_starts_from_scratch(tmp_path, repo, capsys):
+    """A clone that fetched only main: one line, no verdict, and mutmut tests every mutant."""
+    fresh = tmp_path / "clone" / "local+memory"
+    mutation.restore_results(fresh)
+    mutation.restore_results(tmp_path / "clone" / "moto")
+    assert mutation.kept_legs() == []
+    assert not (fresh / "mutants").exists()
+    [line] = capsys.readouterr().out.splitlines()
+    assert "no branch mutation-state" in line
+    assert "git fetch origin mutation-state:mutation-state" in line
+
+
+def test_a_clone_reads_the_remote_branch_and_keeps_on_top_of_it(tmp_path, repo):
+    """A clone of every branch has only origin/mutation-state: its verdicts are read from
+    there, and the first --keep-results makes the local branch on top of it."""
+    first = mutation.keep_results([_with_meta(tmp_path / "old", META)])
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    assert _git(clone, "branch", "--list", "mutation-state") == ""
+    mutation.STATE_REPO = clone  # restored by the fixture's monkeypatch
+    fresh = tmp_path / "scratch" / "local+memory"
+    mutation.restore_results(fresh)
+    assert (fresh / "mutants" / "src" / "ckptstore" / "paths.py.meta").exists()
+    newer = {**META, "exit_code_by_key": {"ckptstore.paths.x_parse__mutmut_2": 1}}
+    (fresh / "mutants" / "src" / "ckptstore" / "paths.py.meta").write_text(json.dumps(newer))
+    second = mutation.keep_results([fresh])
+    assert _git(clone, "rev-list", "mutation-state").split() == [second, first]
+
+
+def test_keeping_refuses_a_branch_checked_out_in_a_worktree(tmp_path, repo):
+    """Moving a branch that a worktree has checked out would leave that worktree's files
+    behind its HEAD: the verdicts are to be committed there instead."""
+    mutation.keep_results([_with_meta(tmp_path / "old", META)])
+    _git(repo, "worktree", "add", "-q", str(tmp_path / "state"), "mutation-state")
+    newer = {**META, "exit_code_by_key": {}}
+    with pytest.raises(SystemExit, match="checked out in a worktree"):
+        mutation.keep_results([_with_meta(tmp_path / "new", newer)])
 
 
 def test_a_rerun_with_clauses_leaves_unreached_mutants_their_verdicts(tmp_path):
@@ -193,7 +294,7 @@ def _defined(function: str) -> bool:
     """Whether mutmut's name of a function (``ckptstore.m.x_f``, ``ckptstore.m.xǁCǁf``)
     names a def of the reference."""
     module, _, name = function.rpartition(".")
-    source = _SCRIPTS.parent / "reference" / Path(*module.split("."))
+    source = _ROOT / "reference" / Path(*module.split("."))
     source = source / "__init__.py" if source.is_dir() else source.with_suffix(".py")
     text = source.read_text(encoding="utf-8")
     if name.startswith("xǁ"):
@@ -214,7 +315,7 @@ def test_every_excuse_names_code_of_the_reference():
             assert entry.get("why"), entry
             if "module" in entry:
                 path = Path(*entry["module"].split(".")).with_suffix(".py")
-                if not (_SCRIPTS.parent / "reference" / path).exists():
+                if not (_ROOT / "reference" / path).exists():
                     missing.append(entry["module"])
                 continue
             function = entry.get("function") or entry["mutant"].rpartition("__mutmut_")[0]
@@ -272,9 +373,14 @@ def test_survivors_are_counted_by_class_and_still_count_against_the_rate(tmp_pat
         mutation.Mutant("ckptstore.paths.x_parse__mutmut_2", "survived", workdir),
         mutation.Mutant("ckptstore.paths.x_join__mutmut_1", "no tests", workdir),
         mutation.Mutant("ckptstore.paths.x_join__mutmut_2", "killed", workdir),
+        mutation.Mutant("ckptstore.paths.x_join__mutmut_3", "survived", workdir, equivalent="="),
+        mutation.Mutant("ckptstore.config.x_c__mutmut_1", "not checked", workdir, outside="-"),
     ]
     text, payload = mutation.render(mutants, [], "local")
     report = mutation.summary(text, mutants, classes)
+    # excused as the table counts them, those not run yet included
+    assert "## Excused (2: 1 equivalent, 1 outside contract, 0 message text)" in report
+    assert "| all | 1 | 0 | 2 | 1 | 1 | 1 | 0 | 0 | 25.0% |" in report
     assert "| tuning | 2 | sizes |" in report
     assert "| unreviewed | 1 | not reviewed yet |" in report
     assert "| `ckptstore.paths.x_parse` | survived | 2 | tuning: limits |" in report
@@ -316,15 +422,18 @@ def test_current_hashes_name_functions_and_methods_as_mutmut_does(tmp_path):
 
 def test_current_hashes_are_the_hashes_mutmut_keeps():
     """The kept results hold mutmut's own hashes: where the code did not change since, ours
-    are equal (most functions did not change since the last runs)."""
+    are equal (most functions did not change since the last runs). They are read from this
+    repository's branch mutation-state, which a clone of main alone lacks."""
+    if mutation.state_commit() is None:
+        pytest.skip("no branch mutation-state in this clone: no mutmut hashes to compare")
     current = mutation.current_hashes()
     kept = {}
-    for meta in mutation.RESULTS.glob("*/*.py.meta"):
-        module = f"ckptstore.{meta.name.removesuffix('.py.meta')}"
-        for function, digest in (
-            json.loads(meta.read_text()).get("hash_by_function_name", {}).items()
-        ):
-            kept[f"{module}.{function}", digest] = True
+    for leg in mutation.kept_legs():
+        for name, data in mutation.kept_results(leg).items():
+            module = mutation._module_of(name.removesuffix(".py.meta"))
+            for function, digest in json.loads(data).get("hash_by_function_name", {}).items():
+                kept[f"{module}.{function}", digest] = True
+    assert kept
     equal = sum(current.get(function) == digest for function, digest in kept)
     assert equal > len(kept) / 2, f"only {equal} of {len(kept)} kept hashes are ours"
 
