@@ -982,6 +982,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "a deleted file raises FileNotFoundException; a restore must tell lost state from an I/O "
      "failure).",
      ("H1", "H4", "MD7")),
+    ("DIS-7", "MUST", (), "disposal stays below its own directory, whatever the spelling",
+     "Disposal deletes and changes nothing outside its own directory, whatever the spelling: "
+     "with a checkpoint directory, savepoint target or pointer holding s3fs's '?versionId=' "
+     "(where it cuts a key) or fsspec's glob characters '*', '?', '[' next to another "
+     "directory, that directory survives; refusals are OSError or ValueError (decision; Flink "
+     "keeps these characters in the name).",
+     ("MD6", "MD7", "decision")),
     # ------------------------------------------------------------------ MEM
     ("MEM-1", "MUST", ("memory-limit",), "state up to the maximum",
      "State of exactly max_state_size bytes is accepted and reads back (Flink MEM5: the check is "
