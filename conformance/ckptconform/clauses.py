@@ -1286,6 +1286,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "that callers tell a name too long from a full disk, ENOSPC, or a denied access, "
      "EACCES, without parsing messages; Flink's Java exceptions carry their class only).",
      ("decision",)),
+    ("BAD-17", "MUST", (), "hostile text of any length is answered in bounded time",
+     "resolve_checkpoint (storage or access), initialize_location_for_savepoint and "
+     "make_storage answer a pointer, savepoint target or checkpoint directory of hostile text "
+     "up to 1 MB (letters, 'a://', '=' or 'x/../' repeated) within a second (the suite "
+     "allows 2): TypeError, ValueError, OSError, or accepting a target or directory "
+     "(decision; Flink's Path normalises 'x/../' pairs in quadratic time).",
+     ("decision",)),
     # ------------------------------------------------------------------ SPK
     ("SPK-1", "MUST", (), "storages ship to executors",
      "A storage pickled on the coordinator and unpickled by tasks in other processes (Spark "
