@@ -1001,6 +1001,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "a deleted file raises FileNotFoundException; a restore must tell lost state from an I/O "
      "failure).",
      ("H1", "H4", "MD7")),
+    ("DIS-7", "MUST", (), "disposal stays below its own directory, whatever the spelling",
+     "Disposal deletes and changes nothing outside its own directory, whatever the spelling: "
+     "with a checkpoint directory, savepoint target or pointer holding s3fs's '?versionId=' "
+     "(where it cuts a key) or fsspec's glob characters '*', '?', '[' next to another "
+     "directory, that directory survives; refusals are OSError or ValueError (decision; Flink "
+     "keeps these characters in the name).",
+     ("MD6", "MD7", "decision")),
     # ------------------------------------------------------------------ MEM
     ("MEM-1", "MUST", ("memory-limit",), "state up to the maximum",
      "State of exactly max_state_size bytes is accepted and reads back (Flink MEM5: the check is "
@@ -1297,6 +1304,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "storage that wraps a file system's failure keeps its errno where BAD-14 allows, so "
      "that callers tell a name too long from a full disk, ENOSPC, or a denied access, "
      "EACCES, without parsing messages; Flink's Java exceptions carry their class only).",
+     ("decision",)),
+    ("BAD-17", "MUST", (), "hostile text of any length is answered in bounded time",
+     "resolve_checkpoint (storage or access), initialize_location_for_savepoint and "
+     "make_storage answer a pointer, savepoint target or checkpoint directory of hostile text "
+     "up to 1 MB (letters, 'a://', '=' or 'x/../' repeated) within a second (the suite "
+     "allows 2): TypeError, ValueError, OSError, or accepting a target or directory "
+     "(decision; Flink's Path normalises 'x/../' pairs in quadratic time).",
      ("decision",)),
     # ------------------------------------------------------------------ SPK
     ("SPK-1", "MUST", (), "storages ship to executors",

@@ -168,12 +168,15 @@ class JobID:
                 f"JobID.from_hex needs a string of 32 hex characters, got {type(text).__name__}"
             )
         if len(text) != 32:
-            shown = text if len(text) <= 80 else text[:77] + "..."
-            raise InvalidArgumentError(f"a JobID is 32 hex characters, got {len(text)}: {shown!r}")
+            raise InvalidArgumentError(
+                f"a JobID is 32 hex characters, got {len(text)}: {_shown(text, 77)!r}"
+            )
         try:
             return cls(bytes.fromhex(text))
         except ValueError as exc:
-            raise InvalidArgumentError(f"a JobID is 32 hex characters, got {text!r}") from exc
+            raise InvalidArgumentError(
+                f"a JobID is 32 hex characters, got {_shown(text, 80)!r}"
+            ) from exc
 
     def __str__(self) -> str:
         return self.bytes_.hex()
@@ -263,6 +266,13 @@ class CheckpointStorageLocationReference:
 
                 return f"CheckpointStorageLocationReference(path={redact_text(path)!r})"
         return f"CheckpointStorageLocationReference({self._bytes!r})"
+
+
+def _shown(text: str, limit: int) -> str:
+    """``text`` as a message may show it: credentials removed, then cut (redaction module)."""
+    from ckptstore.redaction import redact_text
+
+    return redact_text(text, limit=limit)
 
 
 def _default_reference() -> CheckpointStorageLocationReference:

@@ -16,7 +16,8 @@ accepted; they also carry these as attributes ``argument``, ``value`` and ``acce
   IllegalArgumentException) and a ``TypeError`` as Python code expects;
 * ``ArgumentOutOfRangeError`` (``ValueError``): a number outside its accepted range;
 * ``InvalidPathError`` (``ValueError``): a path or URL that cannot name a location safely
-  (control characters, ``..`` above the root, too long, invalid bucket name);
+  (control characters, ``..`` above the root, too long, invalid bucket name, characters the
+  file system's client reads as a glob pattern, a version id or a chained URL);
 * ``ConfigurationError``, ``InvalidReferenceError``, ``InvalidHandleError`` (``ValueError``).
 
 I/O errors (raised through ``ckptstore.io_errors``, the one mapping of file-system and client
@@ -84,8 +85,8 @@ class InvalidPathError(InvalidArgumentError):
     """A path or URL cannot name a location safely.
 
     Control characters, ``..`` segments that climb above the root or bucket, text that is not
-    encodable as UTF-8, a URL longer than ``ckptstore.validation.MAX_URL_LENGTH`` or an invalid
-    S3 bucket name.
+    encodable as UTF-8, a URL longer than ``ckptstore.validation.MAX_URL_LENGTH``, an invalid
+    S3 bucket name, or ``ckptstore.paths.CLIENT_SYNTAX`` (``*``, ``?``, ``[``, ``::``).
     """
 
 

@@ -94,6 +94,7 @@ from ckptstore import s3
 from ckptstore.errors import (
     CheckpointFileExistsError,
     ConfigurationError,
+    DisposalRefusedError,
     MetadataExistsError,
     UnsupportedSchemeError,
 )
@@ -896,14 +897,50 @@ def _publish_created(fs: Any, path: StoragePath, data: bytes) -> None:
         raise
 
 
+#: What fsspec expands as a glob pattern (``fsspec.utils``' ``has_magic``) in ``rm``.
+GLOB_CHARACTERS = ("*", "?", "[")
+
+
+def client_reading(fs: Any, path: StoragePath) -> str | None:
+    """Why ``fs`` would act on another path than ``path`` names, or ``None`` if it would not.
+
+    fsspec's ``rm`` expands ``*``, ``?`` and ``[`` as glob patterns; s3fs's ``split_path``
+    cuts a key at ``?versionId=`` (and reads ARNs as buckets). ``parse_storage_path`` refuses
+    such paths already; this is the check at the deletion itself, whatever path reaches it
+    (a listed name, a path made by another route).
+    """
+    if any(character in path.fs_path for character in GLOB_CHARACTERS):
+        return "fsspec reads '*', '?' and '[' in it as a glob pattern"
+    split_path = getattr(fs, "split_path", None)  # s3fs's; a client without one reads keys as given
+    if path_is_s3(path) and split_path is not None:
+        bucket, _, key = path.path.partition("/")
+        read_bucket, read_key, version = split_path(path.path)
+        if (read_bucket, read_key, version) != (bucket, key, None):
+            return f"s3fs reads it as the key {redact_text(read_key)!r} of {read_bucket!r}"
+    return None
+
+
+def require_literal_path(fs: Any, path: StoragePath, action: str) -> None:
+    """Raise ``DisposalRefusedError`` (nothing deleted) when ``fs`` would read ``path`` as
+    another path (:func:`client_reading`): a deletion never reaches beyond what it names."""
+    reason = client_reading(fs, path)
+    if reason is not None:
+        raise DisposalRefusedError(
+            f"refused to {action} {path.shown}: {reason}, so the deletion could reach other "
+            "paths. Nothing was deleted."
+        )
+
+
 def delete_file(fs: Any, path: StoragePath) -> None:
     """Delete one file; a missing file is fine; never touch the parent (H2, T-FSH2..5).
 
     When the delete succeeds nothing else is asked. When it fails, one existence check
     decides: gone means success, still there raises ``CheckpointIOError``. When the endpoint
     could not be reached at all, the check is skipped (it could not be answered either) and
-    the failure is raised at once.
+    the failure is raised at once. A path the client would read as another one is refused
+    (:func:`require_literal_path`).
     """
+    require_literal_path(fs, path, "delete")
     try:
         fs.rm_file(path.fs_path)
         return
@@ -928,8 +965,10 @@ def delete_tree(fs: Any, path: StoragePath) -> None:
     S3: ``ckptstore.s3.delete_below``: the open multipart uploads below the directory are
     aborted (ListMultipartUploads), then one ListObjectsV2 and one DeleteObjects per 1000
     keys; a bucket's root is refused. Elsewhere ``fs.rm(recursive=True)``. Callers confine it
-    to directories the storage's layout names (``ckptstore.layout``).
+    to directories the storage's layout names (``ckptstore.layout``); a path the client would
+    read as another one is refused (:func:`require_literal_path`).
     """
+    require_literal_path(fs, path, "delete")
     with io_errors("delete", path, fs):
         if path_is_s3(path):
             s3.delete_below(fs, path)
@@ -978,9 +1017,9 @@ def list_open_uploads(fs: Any, directory: StoragePath) -> list[OpenUpload] | Non
 
 def abort_open_upload(fs: Any, upload: OpenUpload) -> None:
     """Abort an open multipart upload (S3 AbortMultipartUpload); a finished one is fine."""
-    bucket, key, _ = fs.split_path(upload.path.fs_path)
+    bucket, _, key = upload.path.path.partition("/")  # the listed key as it is
     with io_errors("abort the upload of", upload.path, fs):
-        s3.abort_upload(fs, str(bucket), str(key), upload.upload_id)
+        s3.abort_upload(fs, bucket, key, upload.upload_id)
 
 
 def existing_size(fs: Any, path: StoragePath) -> int | None:

@@ -20,7 +20,15 @@ system).
 Before any of that, the text passes ``ckptstore.validation.require_url_text`` (a string, no
 control characters, UTF-8, at most ``MAX_URL_LENGTH`` characters), and an S3 bucket must be
 a name S3 can have (``[A-Za-z0-9._-]``, 1-255 characters: botocore's own rule, which would
-otherwise fail later with a ``ParamValidationError``). This module does no I/O.
+otherwise fail later with a ``ParamValidationError``). After it, the path may hold none of
+:data:`CLIENT_SYNTAX`, what the file systems' clients read as something other than characters
+of a name: fsspec expands ``*``, ``?`` and ``[`` as glob patterns in ``rm``, ``copy`` and
+``expand_path`` (a directory ``/a/*`` deletes every sibling), s3fs cuts a key at
+``?versionId=`` (``s3://b/victim?versionId=/chk-5`` is the key ``victim``: each state file
+and each deletion below it would land on the whole of ``victim/``), and fsspec chains URLs
+at ``::``. Such a path is an ``InvalidPathError`` before any request (Flink's Path keeps
+these characters as part of the name, and its file systems neither glob nor cut keys; through
+fsspec's clients the reference cannot, so it refuses them). This module does no I/O.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from ckptstore.redaction import redact_text
 from ckptstore.validation import require_url_text
 
 __all__ = [
+    "CLIENT_SYNTAX",
     "HOST_SCHEMES",
     "LOCAL_SCHEMES",
     "S3_SCHEMES",
@@ -51,6 +60,10 @@ S3_SCHEMES = frozenset({"s3", "s3a"})
 #: Remote file systems whose URL authority is a host (``sftp://host:port/dir``): their fsspec
 #: file systems take the URL's path alone (``/dir``) and reach the host their options name.
 HOST_SCHEMES = frozenset({"sftp", "ssh", "ftp", "hdfs", "webhdfs", "smb"})
+
+#: Character sequences a file system's client reads as syntax, not as part of a name (see the
+#: module docstring); ``?`` covers s3fs's ``?versionId=``.
+CLIENT_SYNTAX = ("*", "?", "[", "::")
 
 # A URL scheme per RFC 3986; a single letter is a Windows drive, not a scheme.
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.DOTALL)
@@ -171,6 +184,27 @@ def parse_storage_path(url: str | StoragePath | os.PathLike[str]) -> StoragePath
     text = require_url_text(url, "path").strip()
     if not text:
         raise InvalidArgumentError("Can not create a Path from an empty string")
+    path = _parse(text)
+    _require_no_client_syntax(path, shown=text)
+    return path
+
+
+def _require_no_client_syntax(path: StoragePath, *, shown: str) -> None:
+    """Refuse a path holding :data:`CLIENT_SYNTAX` (the host of an SFTP URL aside: an IPv6
+    literal is ``[::1]``)."""
+    name = path.fs_path if path.scheme in HOST_SCHEMES else path.path
+    found = [syntax for syntax in CLIENT_SYNTAX if syntax in name]
+    if found:
+        raise InvalidPathError(
+            f"URL {redact_text(shown)!r} holds {', '.join(repr(s) for s in found)}: the file "
+            "system's client would read it as a glob pattern, a version id ('?versionId=') or "
+            "a chained URL ('::'), so requests and deletions would reach other paths; "
+            f"paths with {', '.join(repr(s) for s in CLIENT_SYNTAX)} are refused"
+        )
+
+
+def _parse(text: str) -> StoragePath:
+    """The normalised path of a non-empty URL or local path (``parse_storage_path``)."""
     match = _SCHEME_RE.match(text)
     if match is None:
         return _local(text, shown=text)

@@ -19,6 +19,13 @@ in use) wherever they occur, for texts written by client libraries. :class:`Reda
 applies :func:`redact_text` to log records; the reference's own loggers carry it, and users
 can attach it to handlers that also receive botocore's or s3fs's debug logs.
 
+Every pattern here runs in time linear in the text (a pointer or argument may be hostile and
+long; a backtracking pattern would hold the GIL for minutes on a megabyte). A text longer
+than :data:`LONGEST_SHOWN` is not shown at all where only a part of it could be (a message:
+:func:`redact_text` with a ``limit``; a value: :func:`redact`), just its length: cutting before
+redacting could show the start of a secret, and redacting a megabyte to show 2000 characters
+of it is work nobody needs.
+
 This module does no I/O and imports only the standard library.
 """
 
@@ -30,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "LONGEST_SHOWN",
     "REDACTED",
     "SECRET_MARKERS",
     "SECRET_NAMES",
@@ -65,8 +73,13 @@ SECRET_MARKERS = (
 SECRET_NAMES = frozenset({"sig", "pwd", "pass", "pw", "code", "x-amz-credential"})
 
 _MAX_TEXT = 2000
-# userinfo of a URL, up to the last '@' before the host (passwords may contain '@')
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s\"'<>?#`]*@")
+#: The longest text shown in part (see the module docstring); longer ones show their length.
+LONGEST_SHOWN = 64 * 1024
+# userinfo of a URL, up to the last '@' before the host (passwords may contain '@'). The
+# scheme is the whole run of scheme characters before '://': the lookbehind tries it only at
+# a run's first character (tried at every character, it would rescan the rest of the run each
+# time, quadratic in a long run of letters and digits).
+_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])(?P<scheme>[A-Za-z0-9+.\-]+://)[^/\s\"'<>?#`]*@")
 # 'user:password@host' without a scheme (proxy settings)
 _BARE_USERINFO = re.compile(r"^(?P<user>[^@/\s:]+):[^@/\s]*@(?=[^@/\s]+$)")
 # name=value in query strings, SAS tokens, header texts and key=value lists
@@ -84,6 +97,9 @@ _QUOTED_ITEM = re.compile(
     r"(?P<q1>['\"])(?P<name>[^'\"\s]{1,64})(?P=q1)(?P<sep>\s*:\s*)(?P<q2>['\"])"
     r"(?P<value>[^'\"]*)(?P=q2)"
 )
+# a URL scheme (RFC 3986), and the authority after '://': up to the first '/' or whitespace
+_SCHEME_NAME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
+_AUTHORITY = re.compile(r"[^/\s]*")
 _SCHEME_AUTH = re.compile(r"(?i)\b(?P<kind>bearer|basic)\s+[A-Za-z0-9._~+/=\-]{4,}")
 
 
@@ -112,9 +128,12 @@ def redact_text(text: object, secrets: Iterable[str] = (), *, limit: int | None 
 
     ``secrets`` are literal values (from :func:`secret_values`) to blank wherever they occur;
     values shorter than 4 characters are ignored (they would blank ordinary words). The
-    result is cut at ``limit`` characters (``None``: no limit).
+    result is cut at ``limit`` characters (``None``: no limit); with a limit, a text longer
+    than :data:`LONGEST_SHOWN` is replaced by its length.
     """
     result = str(text)
+    if limit is not None and len(result) > LONGEST_SHOWN:
+        return _not_shown(result)
     for secret in sorted(
         {s for s in secrets if isinstance(s, str) and len(s) >= 4}, key=len, reverse=True
     ):
@@ -130,6 +149,10 @@ def redact_text(text: object, secrets: Iterable[str] = (), *, limit: int | None 
     return result
 
 
+def _not_shown(text: str) -> str:
+    return f"<{len(text)} characters, not shown>"
+
+
 def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of ``value`` that is safe to show (see the module docstring for the rules);
     ``secrets`` are literal values to blank in its strings as :func:`redact_text` does (a
@@ -143,6 +166,8 @@ def _redact(value: Any, depth: int, secrets: tuple[str, ...]) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, str):
+        if len(value) > LONGEST_SHOWN:
+            return _not_shown(value)
         return redact_text(value, secrets, limit=None)
     if isinstance(value, bytes | bytearray | memoryview):
         return f"<{len(value)} bytes>"
@@ -159,6 +184,26 @@ def _redact(value: Any, depth: int, secrets: tuple[str, ...]) -> Any:
             return tuple(items)
         return items
     return f"<{type(value).__name__}>"
+
+
+def _url_password(text: str) -> str | None:
+    """The password of a URL's ``user:password@`` userinfo (``text`` starts with the URL).
+
+    The userinfo ends at the last ``@`` before the first ``/`` or whitespace after ``://``
+    (passwords may hold ``@``); the password follows the first ``:`` before the first ``@``
+    (a user name holds no ``:``). A scan, no backtracking pattern: linear in ``text``.
+    """
+    colon = text.find(":")
+    if colon < 1 or not text.startswith("//", colon + 1):
+        return None
+    if _SCHEME_NAME.fullmatch(text, 0, colon) is None:
+        return None
+    authority = _AUTHORITY.match(text, colon + 3)
+    userinfo = authority.group(0).rpartition("@")[0] if authority else ""
+    user, separator, _ = userinfo.partition("@")[0].partition(":")
+    if not separator:
+        return None
+    return userinfo[len(user) + 1 :]
 
 
 def secret_values(options: Any) -> list[str]:
@@ -181,9 +226,9 @@ def secret_values(options: Any) -> list[str]:
         elif isinstance(value, str):
             if secret:
                 found.append(value)
-            match = re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/\s@]*:)?([^/\s]*)@", value)
-            if match and match.group(1):
-                found.append(match.group(2))
+            password = _url_password(value)
+            if password is not None:
+                found.append(password)
 
     collect(options, False, 0)
     return [value for value in found if len(value) >= 4]

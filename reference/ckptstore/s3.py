@@ -848,7 +848,8 @@ def delete_below(fs: Any, directory: StoragePath) -> None:
         if token:
             request["ContinuationToken"] = token
         page = fs.call_s3("list_objects_v2", **request)
-        keys = [str(item["Key"]) for item in page.get("Contents") or ()]
+        listed = (str(item["Key"]) for item in page.get("Contents") or ())
+        keys = [key for key in listed if key.startswith(prefix)]  # what S3 lists, no more
         if keys:
             _delete_keys(fs, bucket, keys)
         token = page.get("NextContinuationToken")

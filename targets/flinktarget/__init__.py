@@ -150,6 +150,15 @@ _SIZE_UNCHECKED = Deviation(
     "test_str16_a_handle_reads_whatever_its_file_holds",
 )
 
+_QUADRATIC_NORMALISATION = Deviation(
+    FLINK_BUG,
+    "Flink's Path normalises with java.net.URI.normalize(), whose removal of '..' segments "
+    "scans back over the segments it removed already: a pointer of 'x/' and '../' repeated "
+    "takes time quadratic in its length (about 20 s for a megabyte), on the caller's thread, "
+    "with no limit on the length before it",
+    "test_bad17_dot_segments_take_quadratic_time",
+)
+
 #: Clauses that Flink 2.3.0's FileSystemCheckpointStorage fails on the local file system.
 FS_DEVIATIONS: Mapping[str, Deviation] = {
     "DIS-2": _NOT_RECURSIVE,
@@ -160,6 +169,7 @@ FS_DEVIATIONS: Mapping[str, Deviation] = {
     "MD-11": _OVERLAPPING_FINALIZATIONS,
     "BAD-5": _BLANK_TARGET,
     "STR-16": _SIZE_UNCHECKED,
+    "BAD-17": _QUADRATIC_NORMALISATION,
 }
 #: Those of its JobManagerCheckpointStorage (metadata and savepoints on the file system).
 JM_DEVIATIONS: Mapping[str, Deviation] = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,23 @@ def test_str16_a_handle_reads_whatever_its_file_holds(flink_storage):
         assert source.read() == state[:5000]
     finally:
         source.close()
+
+
+def _seconds_to_resolve(storage, pointer: str) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    with contextlib.suppress(OSError):
+        storage.resolve_checkpoint(pointer)
+    return time.perf_counter() - start
+
+
+def test_bad17_dot_segments_take_quadratic_time(flink_storage):
+    """Flink bug (BAD-17): resolving a pointer of 'x/' and '../' repeated takes time quadratic
+    in its length (java.net.URI.normalize() rescans removed segments): four times the pairs,
+    about sixteen times the time, where a linear parse would take four."""
+    _seconds_to_resolve(flink_storage, "x/" * 4096 + "../" * 4096)  # the JIT warms up
+    short = _seconds_to_resolve(flink_storage, "x/" * 16384 + "../" * 16384)
+    long = _seconds_to_resolve(flink_storage, "x/" * 65536 + "../" * 65536)
+    assert long > 8 * short, (short, long)
 
 
 def test_duplicate_answers_unsupported_before_checking_arguments(flink_storage):

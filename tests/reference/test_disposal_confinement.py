@@ -21,9 +21,16 @@ from ckptstore.api import (
 from ckptstore.errors import (
     CheckpointStorageError,
     DisposalRefusedError,
+    InvalidPathError,
     InvalidPointerError,
 )
-from ckptstore.filesystems import register_filesystem
+from ckptstore.filesystems import (
+    delete_file,
+    delete_tree,
+    filesystem_for,
+    register_filesystem,
+    register_path,
+)
 from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.layout import (
     is_checkpoint_dir_name,
@@ -33,7 +40,7 @@ from ckptstore.layout import (
     require_disposable,
 )
 from ckptstore.metadata import FsCompletedCheckpointStorageLocation
-from ckptstore.paths import parse_storage_path
+from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.toolset import FsCheckpointStateToolset
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root
@@ -201,6 +208,77 @@ def test_jobmanager_locations_are_confined_too(fsroot: FsRoot) -> None:
     assert fsroot.exists(fsroot.sub("loose", "file"))
     completed.dispose_storage_location()
     assert not fsroot.exists(location.checkpoint_directory)
+
+
+# --------------------------------------------------------------------------- client syntax
+
+
+def _victim(root: Any) -> list[str]:
+    """Someone else's files in ``<root>/victim`` (with a chk-5 of its own), written raw."""
+    for name in ("thesis.tex", "chk-5/_metadata", "chk-5/state"):
+        root.write(root.sub("victim", *name.split("/")), b"not yours")
+    return list(root.files())
+
+
+@pytest.mark.parametrize("spelling", ["victim?versionId=", "vic*", "vi[c]tim", "victim::x"])
+def test_directories_the_client_would_read_as_others_are_refused(
+    fsroot: FsRoot, spelling: str
+) -> None:
+    """DIS-7: as checkpoint directory, savepoint target or pointer, refused before any I/O."""
+    _victim(fsroot)
+    storage, _ = _checkpoint(fsroot)
+    before = fsroot.files()
+    hostile = fsroot.sub(spelling)
+    with pytest.raises(InvalidPathError):
+        FileSystemCheckpointStorage(hostile)
+    with pytest.raises(InvalidPathError):
+        JobManagerCheckpointStorage(hostile)
+    access = storage.create_checkpoint_storage(JobID.generate())
+    with pytest.raises(InvalidPathError):
+        access.initialize_location_for_savepoint(2, hostile)
+    for pointer in (hostile, f"{hostile}/chk-5", f"{hostile}/chk-5/_metadata"):
+        with pytest.raises(InvalidPointerError):
+            storage.resolve_checkpoint(pointer)
+    assert fsroot.files() == before
+
+
+@pytest.mark.parametrize("spelling", ["*/chk-5", "vic?im/chk-5", "[v]ictim/chk-5"])
+def test_deletion_never_expands_a_pattern(fsroot: FsRoot, spelling: str) -> None:
+    """DIS-7 at the deletion itself: a path made by another route than parsing (a listed
+    name) is never handed to a glob-expanding rm; nothing is deleted."""
+    before = _victim(fsroot)
+    target = parse_storage_path(fsroot.url).child(spelling)
+    fs = filesystem_for(target, register_path(target))
+    with pytest.raises(DisposalRefusedError, match="glob pattern"):
+        delete_tree(fs, target)
+    with pytest.raises(DisposalRefusedError):
+        delete_file(fs, target.child("state"))
+    assert fsroot.files() == before
+
+
+def test_s3_keys_s3fs_would_cut_are_never_deleted(s3: S3Root) -> None:
+    """DIS-7 on S3: s3fs reads 'victim?versionId=/chk-5' as the key 'victim'. Refused as a
+    pointer and a savepoint target before any request, and by the deletion itself."""
+    for key in ("victim", "victim/thesis.tex", "victim/chk-5/_metadata"):
+        s3.raw.pipe_file(parse_storage_path(s3.sub(*key.split("/"))).path, b"not yours")
+    before = s3.keys()
+    storage = FileSystemCheckpointStorage(s3.sub("ckpt"), storage_options=s3.storage_options)
+    access = storage.create_checkpoint_storage(JobID.generate())
+    with s3.record() as rec:
+        with pytest.raises(InvalidPointerError):
+            storage.resolve_checkpoint(s3.sub("victim?versionId=", "chk-5"))
+        with pytest.raises(InvalidPathError):
+            access.initialize_location_for_savepoint(1, s3.sub("victim?versionId="))
+    assert rec.operations() == {}, rec.summary()
+    token = register_filesystem("s3", s3.storage_options, authorities=[s3.backend.bucket])
+    for spelling in ("victim?versionId=/chk-5", "victim?versionId=x"):
+        target = StoragePath("s3", f"{parse_storage_path(s3.url).path}/{spelling}")
+        fs = filesystem_for(target, token)
+        with pytest.raises(DisposalRefusedError, match="victim"):
+            delete_tree(fs, target)
+        with pytest.raises(DisposalRefusedError):
+            delete_file(fs, target)
+    assert s3.keys() == before
 
 
 def test_layout_names() -> None:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ckptstore.errors import InvalidArgumentError, MissingArgumentError
+from ckptstore.errors import InvalidArgumentError, InvalidPathError, MissingArgumentError
 from ckptstore.paths import StoragePath, parse_storage_path
 
 
@@ -86,3 +86,29 @@ def test_none_and_remote_file_host() -> None:
         parse_storage_path("file://otherhost/x")
     with pytest.raises(InvalidArgumentError, match="authority 'localhost'"):
         parse_storage_path("file://localhost/x")  # Flink refuses it too
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "s3://bucket/victim?versionId=",  # s3fs: the key 'victim'
+        "s3://bucket/victim?versionId=/chk-5",
+        "s3a://bucket/a?b/c",
+        "s3://bucket/jobs/*/chk-5",  # fsspec's rm and copy expand glob patterns
+        "memory:///jobs/chk-?",
+        "/jobs/[ab]/chk-1",
+        "file:///tmp/x*y",
+        "s3://bucket/a::memory://b",  # fsspec's URL chaining
+        "sftp://127.0.0.1:22/dir/*",
+    ],
+)
+def test_what_the_clients_read_as_syntax_is_refused(text: str) -> None:
+    """DIS-7: a path the file system's client would read as another path never parses."""
+    with pytest.raises(InvalidPathError, match="glob pattern, a version id"):
+        parse_storage_path(text)
+
+
+def test_characters_no_client_reads_as_syntax_stay() -> None:
+    """'#', '%', ']' and ':' are characters of a key; an SFTP host may be an IPv6 literal."""
+    assert parse_storage_path("s3://bucket/a#b/%41]:c").path == "bucket/a#b/%41]:c"
+    assert parse_storage_path("sftp://[::1]:22/dir").fs_path == "/dir"

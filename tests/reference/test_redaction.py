@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import logging
 import pickle
+import re
 import socket
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage, filesystems
+from ckptstore import (
+    FileSystemCheckpointStorage,
+    JobManagerCheckpointStorage,
+    filesystems,
+    redaction,
+)
 from ckptstore.api import JobID, encode_path_as_reference
 from ckptstore.errors import CheckpointIOError
 from ckptstore.filesystems import register_filesystem, store_token
@@ -22,6 +30,7 @@ from ckptstore.handles import FileStateHandle
 from ckptstore.io_errors import translate_io_error
 from ckptstore.paths import parse_storage_path
 from ckptstore.redaction import (
+    LONGEST_SHOWN,
     REDACTED,
     RedactingFilter,
     get_logger,
@@ -30,6 +39,7 @@ from ckptstore.redaction import (
     redact_text,
     secret_values,
 )
+from ckptstore.validation import describe
 
 PASSWORD = "Pw-7e1d-secret"
 SESSION = "IQoJb3JpZ2luX2VjEXAMPLESESSION"
@@ -252,3 +262,87 @@ def test_unreachable_store_error_names_endpoint_without_secret() -> None:
         storage.resolve_checkpoint("s3://bucket/ckpt/job/chk-1")
     _clean(str(caught.value))
     assert f"http://127.0.0.1:{port}" in str(caught.value)
+
+
+# --------------------------------------------------------------------------- linear time
+
+#: Texts that made a backtracking pattern quadratic, by shape; each is ``n`` characters long.
+HOSTILE_SHAPES: dict[str, Callable[[int], str]] = {
+    "letters and digits": lambda n: ("ab1" * n)[:n],
+    "no '@'": lambda n: "x" * n,
+    "'a://' repeated": lambda n: "a://" * (n // 4),
+    "'a:' repeated, then '@'": lambda n: "a:" * (n // 2) + "@",
+    "'='": lambda n: "=" * n,
+    "quoted items": lambda n: "'a':" * (n // 4),
+    "a Bearer token": lambda n: "Bearer " + "a" * n,
+    "parameters": lambda n: " a=b" * (n // 4),
+    "'a://' then colons": lambda n: "a://" + ":" * n,
+    "a URL's long key": lambda n: "s3://bucket/" + "a" * n,
+}
+MEGABYTE = 1 << 20
+
+
+def _within_a_second_up_to_a_megabyte(shape: str, call: Callable[[str], object]) -> None:
+    """``call`` on the shape at 16 KiB, doubled up to 1 MiB, each in under a second: a
+    quadratic pattern fails at a small size (in seconds) instead of holding the GIL for the
+    half hour a megabyte would take it."""
+    size = 16 * 1024
+    while size <= MEGABYTE:
+        text = HOSTILE_SHAPES[shape](size)
+        start = time.perf_counter()
+        call(text)
+        took = time.perf_counter() - start
+        assert took < 1.0, f"{shape}: {len(text)} characters took {took:.2f} s"
+        size *= 2
+
+
+_PATTERNS = [name for name, value in vars(redaction).items() if isinstance(value, re.Pattern)]
+
+
+@pytest.mark.parametrize("shape", sorted(HOSTILE_SHAPES))
+@pytest.mark.parametrize("pattern", _PATTERNS)
+def test_every_pattern_is_linear(pattern: str, shape: str) -> None:
+    """Each pattern of the module, on every hostile shape, is linear in the text."""
+    compiled: re.Pattern[str] = getattr(redaction, pattern)
+    _within_a_second_up_to_a_megabyte(shape, lambda text: compiled.sub("", text))
+
+
+@pytest.mark.parametrize("shape", sorted(HOSTILE_SHAPES))
+def test_secret_values_of_hostile_urls_are_linear(shape: str) -> None:
+    _within_a_second_up_to_a_megabyte(shape, lambda text: secret_values({"endpoint_url": text}))
+
+
+@pytest.mark.parametrize("shape", sorted(HOSTILE_SHAPES))
+def test_messages_of_hostile_text_are_fast_and_say_its_length(shape: str) -> None:
+    """A message shows a text longer than LONGEST_SHOWN by its length only (a cut before
+    redaction could show a secret's start; redacting a megabyte for 2000 characters is waste)."""
+    text = HOSTILE_SHAPES[shape](MEGABYTE)
+    start = time.perf_counter()
+    shown = [redact_text(text), redact(text), redact([text]), describe(text)]
+    assert time.perf_counter() - start < 0.5
+    for each in shown:
+        assert f"<{len(text)} characters, not shown>" in repr(each)
+    assert redact_text("x" * LONGEST_SHOWN, limit=10) == "x" * 10 + "..."
+
+
+@pytest.mark.parametrize("shape", ["letters and digits", "a URL's long key", "'a://' repeated"])
+def test_full_redaction_of_a_megabyte_is_linear(shape: str) -> None:
+    """Without a limit (log records) the whole text is redacted, in linear time."""
+    password = f"http://u:{PASSWORD}@h/ "
+    _within_a_second_up_to_a_megabyte(
+        shape, lambda text: _clean(redact_text(password + text + password, limit=None))
+    )
+
+
+def test_url_passwords_are_found_by_a_scan() -> None:
+    """secret_values finds a URL's password after the user's first ':' (RFC 3986: the user
+    has none), up to the last '@' of the authority (the password may hold '@')."""
+    for url, password in (
+        ("http://user:pa:ss@h/x", "pa:ss"),
+        ("https://u:p@ss@host/x", "p@ss"),
+        ("http://u:a@b:c@h", "a@b:c"),
+        ("http://:hunter22@h", "hunter22"),
+    ):
+        assert password in secret_values({"endpoint_url": url}), url
+    for url in ("http://user@h", "x://u:pass", "http://u:pass/x@y", "1http://u:pass@h"):
+        assert secret_values({"endpoint_url": url}) == [], url

@@ -1770,3 +1770,110 @@ def test_refused_pointers_carry_an_agreeing_errno(world):
     assert not findings, report(
         "BAD-14", "OSErrors of refused pointers", findings, 2 * len(pointers)
     )
+
+
+# --------------------------------------------------------------------------- BAD-17: bounded time
+
+#: Hostile texts by shape, ``n`` characters long: shapes on which a backtracking pattern (a
+#: redaction, a URL parser) or a quadratic normalisation of '..' spends time squared in ``n``.
+HOSTILE_TEXTS: dict[str, Callable[[int], str]] = {
+    "letters and digits": lambda n: ("ab1" * n)[:n],
+    "one letter, no '@'": lambda n: "x" * n,
+    "'a:' repeated, then '@'": lambda n: "a:" * (n // 2) + "@",
+    "'='": lambda n: "=" * n,
+    "quoted items": lambda n: "'a':" * (n // 4),
+    "a Bearer token": lambda n: "Bearer " + "a" * n,
+    "'a://' repeated": lambda n: "a://" * (n // 4),
+    "'x/' then '../' repeated": lambda n: "x/" * (n // 5) + "../" * (n // 5),
+}
+#: Seconds a call may take: the clause says one, the suite allows for slow machines.
+HOSTILE_TEXT_SECONDS = 2.0
+#: The first length tried; it doubles up to a megabyte. A quadratic implementation fails at a
+#: small length, in seconds: a call that holds the GIL cannot be interrupted by a timer.
+FIRST_HOSTILE_LENGTH = 16 * 1024
+MEGABYTE = 1024 * 1024
+
+
+@dataclass
+class HostileTextCall:
+    """A call that takes a path: pointers are only read, so they get every shape as it is; a
+    savepoint target or checkpoint directory may be created, so it gets the shapes without
+    '/' as one name below the test's root (an implementation that accepts it creates nothing
+    elsewhere, and no tree too deep to remove)."""
+
+    what: str
+    call: Callable[[str], Any]
+    creates: bool
+
+    def text(self, sandbox: Any, hostile: str) -> str | None:
+        if not self.creates:
+            return hostile
+        return None if "/" in hostile else f"{sandbox.root}/{hostile}"
+
+
+def _hostile_text_calls(sandbox: Any, target: Any) -> list[HostileTextCall]:
+    drv = JobDriver(sandbox, **file_options(target))
+
+    def make_storage(text: str) -> Any:
+        return sandbox.make_storage(checkpoint_dir=text).create_checkpoint_storage(JobID.generate())
+
+    calls = [
+        HostileTextCall("the storage's resolve_checkpoint", drv.storage.resolve_checkpoint, False),
+        HostileTextCall("the access's resolve_checkpoint", drv.access.resolve_checkpoint, False),
+        HostileTextCall("make_storage's checkpoint directory", make_storage, True),
+    ]
+    if "savepoints" in target.capabilities:
+        calls.append(HostileTextCall(
+            "initialize_location_for_savepoint's target",
+            lambda text: drv.access.initialize_location_for_savepoint(1, text),
+            True,
+        ))  # fmt: skip
+    return calls
+
+
+def _answer(call: Callable[[str], Any], text: str) -> tuple[float, str]:
+    """Seconds until ``call(text)`` answered (the bound past when it has not), and how."""
+    outcome = ["no answer"]
+
+    def work() -> None:
+        try:
+            call(text)
+            outcome[0] = "returned"
+        except (TypeError, ValueError, OSError) as exc:
+            outcome[0] = f"refused: {type(exc).__name__}"
+        except Exception as exc:  # the clause names the three built-in errors
+            outcome[0] = f"raised {type(exc).__name__}: {show(str(exc), 160)}"
+
+    start = time.monotonic()
+    within(HOSTILE_TEXT_SECONDS, work, name="ckptconform-hostile-text")
+    return time.monotonic() - start, outcome[0]
+
+
+@pytest.mark.clause("BAD-17")
+def test_hostile_text_of_any_length_is_answered_in_bounded_time(
+    sandbox, target, tmp_path, monkeypatch
+):
+    """BAD-17: resolve_checkpoint of a storage and of an access, initialize_location_for_savepoint
+    and make_storage, given hostile text up to 1 MB as a pointer, savepoint target or
+    checkpoint directory, answer within 2 seconds with TypeError, ValueError or OSError, or
+    accept a target or directory.
+
+    Each shape starts at 16 KiB and doubles; the test stops at the first slow answer.
+    """
+    monkeypatch.chdir(tmp_path)  # relative pointers are read in an empty working directory
+    calls = _hostile_text_calls(sandbox, target)
+    for shape, make in HOSTILE_TEXTS.items():
+        length = FIRST_HOSTILE_LENGTH
+        while length <= MEGABYTE:
+            for call in calls:
+                text = call.text(sandbox, make(length))
+                if text is None:
+                    continue
+                took, how = _answer(call.call, text)
+                msg = fail_message(
+                    "BAD-17", call.what, sandbox, text=f"{shape}, {len(text)} characters"
+                )
+                assert took <= HOSTILE_TEXT_SECONDS, msg + f"\nanswered after {took:.1f} s: {how}"
+                answered = how.startswith("refused") or (call.creates and how == "returned")
+                assert answered, msg + f"\nexpected TypeError, ValueError or OSError: {how}"
+            length *= 2

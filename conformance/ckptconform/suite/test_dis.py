@@ -6,6 +6,8 @@ reading it back through its handle.
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from ckptconform.suite._driver import (
@@ -22,9 +24,11 @@ from ckptconform.suite._driver import (
     join,
     parent,
     payload,
+    put_file,
     read_handle,
     write_state,
 )
+from ckptstore.api import JobID
 
 
 def _discard_own_state(completed, written) -> None:
@@ -288,4 +292,101 @@ def test_removed_state_reads_as_missing(sandbox, target, removal):
         lambda: read_handle(handle),
         sandbox,
         handle=handle,
+    )
+
+
+#: Directory names next to "victim" that a store's client may read as "victim" or a pattern
+#: matching it: s3fs's version suffix (s3fs cuts the key there) and fsspec's glob patterns.
+_CLIENT_SPELLINGS = ("victim?versionId=", "vic*", "victi?", "[v]ictim")
+#: What a step may raise: a refusal of the spelling (or an I/O error of the store).
+_REFUSALS = (ValueError, OSError)
+
+
+def _victim_tree(sandbox, victim: str) -> dict[str, str]:
+    """Every file below ``victim`` with its SHA-256, read raw."""
+    raw = sandbox.backend.raw
+    return {
+        p: hashlib.sha256(bytes(raw.cat_file(p))).hexdigest() for p in files_below(sandbox, victim)
+    }
+
+
+def _plant_victim(sandbox, job_id: JobID) -> str:
+    """Someone else's directory "victim" below the root, holding what the hostile spellings
+    would reach: the same job's chk-1 and chk-2, a chk-5 and a file of its own."""
+    victim = join(sandbox.root, "victim")
+    for relative in (f"{job_id}/chk-1/state", f"{job_id}/chk-2/state", "chk-5/_metadata",
+                     "chk-5/state", "thesis.tex"):  # fmt: skip
+        put_file(sandbox, join(victim, relative), b"someone else's " + relative.encode())
+    return victim
+
+
+def _through_checkpoint_directory(sandbox, target, hostile: str, job_id: JobID) -> None:
+    drv = JobDriver(sandbox, checkpoint_dir=hostile, job_id=job_id, **file_options(target))
+    drv.init_base()
+    aborted = drv.location(1)
+    drv.write(drv.worker(1, aborted.location_reference), payload(3000, 71))
+    aborted.dispose_on_failure()
+    completed, _ = drv.checkpoint(2, exclusive=[payload(3000, 72)])
+    completed.dispose_storage_location()
+
+
+def _through_savepoint_target(sandbox, target, hostile: str, job_id: JobID) -> None:
+    drv = JobDriver(sandbox, job_id=job_id, **file_options(target))
+    aborted = drv.access.initialize_location_for_savepoint(3, hostile)
+    drv.write(drv.worker(3, aborted.location_reference), payload(3000, 73))
+    aborted.dispose_on_failure()
+    location = drv.access.initialize_location_for_savepoint(4, hostile)
+    drv.write(drv.worker(4, location.location_reference), payload(3000, 74))
+    drv.finalize(location, b"savepoint 4").dispose_storage_location()
+
+
+def _through_pointer(sandbox, target, hostile: str, job_id: JobID) -> None:
+    # a _metadata at the spelling itself (on S3, s3fs may write it to the key it cuts to)
+    put_file(sandbox, join(hostile, "chk-5", "_metadata"), b"planted")
+    storage = sandbox.make_storage(**file_options(target))
+    storage.resolve_checkpoint(join(hostile, "chk-5")).dispose_storage_location()
+
+
+_ROUTES = {
+    "checkpoint directory": _through_checkpoint_directory,
+    "savepoint target": _through_savepoint_target,
+    "pointer": _through_pointer,
+}
+
+
+@pytest.mark.clause("DIS-7")
+@pytest.mark.parametrize(
+    "route",
+    [
+        "checkpoint directory",
+        pytest.param("savepoint target", marks=pytest.mark.requires("savepoints")),
+        "pointer",
+    ],
+)
+def test_disposal_stays_below_its_directory_whatever_the_spelling(sandbox, target, route):
+    """DIS-7: with a checkpoint directory, savepoint target or pointer holding
+    '?versionId=', '*', '?' or '[' next to another directory, disposing deletes and changes
+    nothing of that directory; a refusal is an OSError or ValueError."""
+    job_id = JobID.generate()
+    failures = []
+    for spelling in _CLIENT_SPELLINGS:
+        hostile = join(sandbox.root, spelling)
+        victim = _plant_victim(sandbox, job_id)  # again: what an earlier spelling deleted
+        before = _victim_tree(sandbox, victim)
+        try:
+            _ROUTES[route](sandbox, target, hostile, job_id)
+            outcome = "returned"
+        except _REFUSALS as exc:
+            outcome = f"refused: {type(exc).__name__}: {exc!s:.160}"
+        except Exception as exc:  # the clause wants OSError or ValueError
+            failures.append(f"  {spelling!r}: raised {type(exc).__name__}: {exc!s:.200}")
+            outcome = "failed"
+        after = _victim_tree(sandbox, victim)
+        damaged = sorted(p for p in before if after.get(p) != before[p])
+        if damaged:
+            failures.append(f"  {spelling!r} ({outcome}): lost or changed {damaged[:6]}")
+    assert not failures, (
+        fail_message("DIS-7", f"dispose through a hostile {route}", sandbox)
+        + "\n"
+        + "\n".join(failures)
     )
