@@ -377,6 +377,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "stream closed (later writes raise OSError or ValueError) and leaves no file of that stream "
      "(Flink FLINK-28984: a close racing with file creation still deletes the file).",
      ("S13", "S16", "T-SOS12", "P5")),
+    ("THR-4", "MUST", (), "a forked process uses the storage",
+     "A process forked while threads of its parent write and read state (holding the "
+     "storage's I/O and locks) can use the storage, a pickled copy of it and the parent's "
+     "handles: creating an access, writing a stream and reading handles back finish within 60 "
+     "seconds (decision: PySpark's daemon and multiprocessing's fork start method fork "
+     "workers so; Flink's JVM never forks).",
+     ("decision",)),
     # ------------------------------------------------------------------ STR
     ("STR-1", "MUST", (), "state round-trips whatever the chunking",
      "Bytes written to a state stream in any chunking, in either scope, read back identically "

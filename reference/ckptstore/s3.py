@@ -545,6 +545,18 @@ _MODE_LOCKS: dict[tuple[str, str], threading.Lock] = {}
 _MODES_LOCK = threading.Lock()
 
 
+def _rearm_after_fork() -> None:
+    """In a forked child: fresh locks (a parent's thread may have held one at the fork, a
+    probe's lock even during its requests); the probe answers stay (they are the server's)."""
+    global _MODES_LOCK
+    _MODES_LOCK = threading.Lock()
+    _MODE_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_rearm_after_fork)
+
+
 def _mode_key(fs: Any, path: StoragePath) -> tuple[str, str]:
     bucket, _ = _bucket_key(fs, path)
     return endpoint_label(fs, path.scheme), bucket
