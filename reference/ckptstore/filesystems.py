@@ -41,7 +41,7 @@ either is set it replaces s3fs's ``retries`` and botocore's ``config_kwargs['ret
 key                                         default   meaning
 ==========================================  ========  ===========================================
 ``retry_attempts``                          (3)       requests per operation (int in [1, 20])
-``retry_seconds``                           (none)    seconds per operation (in (0, 3600])
+``retry_seconds``                           (none)    seconds per public call (in (0, 3600])
 ``retries``                                 1         s3fs's own retry loop: one pass, so it
                                                       never multiplies botocore's attempts
 ``config_kwargs['connect_timeout']``        2 s       botocore: wait for a TCP connection
@@ -326,7 +326,8 @@ class RetryBudget:
     max_attempts: int
     connect_timeout: float
     read_timeout: float
-    #: ``retry_seconds``: the deadline of one operation, retries included (``None``: none)
+    #: ``retry_seconds``: the deadline of one public call, all of its requests and retries
+    #: included (``None``: none)
     seconds: float | None = None
     #: requests while the server throttles (503 SlowDown), when more than ``attempts``
     throttle_attempts: int | None = None

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ckptstore.api import ByteStreamStateHandle, StreamStateHandle
+from ckptstore.calls import public_call
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
     EndpointUnreachableError,
@@ -258,13 +259,18 @@ class FsCheckpointStateOutputStream:
             return size
         if size == 0:
             return 0  # also on a closed stream, as in Flink (S14: an empty write is no write)
+        self._write_to_file(memoryview(data), size)
+        return size
+
+    @public_call
+    def _write_to_file(self, view: memoryview, size: int) -> None:
+        """The I/O of a write that outgrows the buffer (a public call of its own)."""
         with self._io_guard():
             self._begin_io()
             try:
-                self._write_beyond_buffer(memoryview(data), size)
+                self._write_beyond_buffer(view, size)
             finally:
                 self._end_io()
-        return size
 
     def _write_beyond_buffer(self, view: memoryview, size: int) -> None:
         """Write ``size`` bytes that do not fit in what is left of the buffer."""
@@ -279,6 +285,7 @@ class FsCheckpointStateOutputStream:
             self._spill()
             self._buffer += view[remaining:]
 
+    @public_call
     def flush(self) -> None:
         """Spill to the file only if one exists or more than the threshold is buffered (S9)."""
         with self._io_guard():
@@ -291,6 +298,7 @@ class FsCheckpointStateOutputStream:
             finally:
                 self._end_io()
 
+    @public_call
     def flush_to_file(self) -> None:
         """Write the buffered bytes to the file, creating it if needed (S8)."""
         with self._io_guard():
@@ -363,10 +371,15 @@ class FsCheckpointStateOutputStream:
             data = bytes(buffer)
             buffer.clear()
             return ByteStreamStateHandle.of(self._settings.inline_prefix + unique_name(), data)
-        with self._io_guard():
-            return self._finish()
+        return self._finish()
 
+    @public_call
     def _finish(self) -> StreamStateHandle:
+        """Commit the file (the I/O of ``close_and_get_handle``, a public call of its own)."""
+        with self._io_guard():
+            return self._commit()
+
+    def _commit(self) -> StreamStateHandle:
         committing = False
         try:
             self._spill()
@@ -436,6 +449,11 @@ class FsCheckpointStateOutputStream:
             if self._busy:
                 self._discard_pending = True
                 return
+        self._discard()
+
+    @public_call
+    def _discard(self) -> None:
+        """The I/O of ``close()`` (a public call of its own)."""
         with self._io_guard():
             self._discard_file()
 
