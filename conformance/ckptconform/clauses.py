@@ -65,7 +65,8 @@ CAPABILITIES: dict[str, str] = {
     "characters in data file paths and removed from metadata paths and pointers.",
     "memory-limit": "A maximum state size (JobManagerCheckpointStorage's max_state_size).",
     "retry-budget": "The storage takes a retry budget as options: retry_attempts (requests "
-    "per operation, >= 1) and retry_seconds (seconds per operation), and gives up within them.",
+    "per operation, >= 1) and retry_seconds (seconds per public call, all of its requests), "
+    "and gives up within them.",
     "flat-layout": "make_storage takes create_subdir=False (Flink's "
     "execution.checkpointing.create-subdir): a job's chk-<n>, shared/ and taskowned/ then lie "
     "directly in the checkpoint directory, with no <job id> directory.",
@@ -210,15 +211,16 @@ OPTIONS: dict[str, Option] = {
         Option(
             "retry_seconds",
             "float",
-            "a finite number > 0 (int or float, not a bool): seconds per operation (the suite "
-            "passes 4.0, 5, 9.5 and 30); BAD-9 passes 0, -1, NaN, infinity, True and '5' and "
-            "expects an error",
-            "The retry budget's time: how long one operation may take, retries and a server "
-            "that does not answer included, before it gives up with an OSError.",
+            "a finite number > 0 (int or float, not a bool): seconds per public call (the "
+            "suite passes 4.0, 5, 6.0, 9.5 and 30); BAD-9 passes 0, -1, NaN, infinity, True "
+            "and '5' and expects an error",
+            "The retry budget's time: how long one public call may take, all of its requests, "
+            "retries and a server that does not answer included, before it gives up with an "
+            "OSError.",
             "retry-budget",
-            "in REQ-6's test (with retry_attempts, and alone), in BAD-8's test when the target "
-            "claims retry-budget, alone in BAD-9's test of invalid budgets and with "
-            "retry_attempts in its test of a valid one.",
+            "in REQ-6's test (with retry_attempts, and alone), alone in REQ-13's, in BAD-8's "
+            "test when the target claims retry-budget, alone in BAD-9's test of invalid "
+            "budgets and with retry_attempts in its test of a valid one.",
         ),
     )
 }
@@ -377,6 +379,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "stream closed (later writes raise OSError or ValueError) and leaves no file of that stream "
      "(Flink FLINK-28984: a close racing with file creation still deletes the file).",
      ("S13", "S16", "T-SOS12", "P5")),
+    ("THR-4", "MUST", (), "a forked process uses the storage",
+     "A process forked while threads of its parent write and read state (holding the "
+     "storage's I/O and locks) can use the storage, a pickled copy of it and the parent's "
+     "handles: creating an access, writing a stream and reading handles back finish within 60 "
+     "seconds (decision: PySpark's daemon and multiprocessing's fork start method fork "
+     "workers so; Flink's JVM never forks).",
+     ("decision",)),
     # ------------------------------------------------------------------ STR
     ("STR-1", "MUST", (), "state round-trips whatever the chunking",
      "Bytes written to a state stream in any chunking, in either scope, read back identically "
@@ -1465,6 +1474,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "(decision: a bounded retry budget the storage exposes as configuration, as S3A's "
      "fs.s3a.attempts.maximum and fs.s3a.connection.request.timeout).",
      ("decision",)),
+    ("REQ-13", "MUST", ("retry-budget",), "a retry budget bounds a whole call",
+     "With retry_seconds S (S=6), while the server accepts connections and never answers, "
+     "every public call that sends requests (closing a file-backed stream, finalizing, "
+     "resolving, disposing, reading, discarding, duplicating) fails with an OSError within "
+     "S + 5 seconds as a whole, however many requests it makes (decision; Flink's failed "
+     "close deletes its file, T-SOS8: a request with its own budget).",
+     ("decision", "T-SOS8")),
     ("REQ-7", "MUST", (), "disposal aborts open multipart uploads",
      "On an object store, dispose_on_failure of a checkpoint location aborts the multipart "
      "uploads still open below it (a writer that crashed mid-upload): none is left, as none "

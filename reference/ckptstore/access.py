@@ -33,6 +33,7 @@ from ckptstore.base_access import (
     create_savepoint_directory,
     random_savepoint_suffix,
 )
+from ckptstore.calls import public_call
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import InvalidReferenceError
 from ckptstore.filesystems import (
@@ -137,6 +138,7 @@ class FsCheckpointStorageAccess(
     def supports_highly_available_storage(self) -> bool:
         return True
 
+    @public_call
     def initialize_base_locations_for_checkpoint(self) -> None:
         """Create ``shared/`` and ``taskowned/`` on directory file systems (ACC5).
 

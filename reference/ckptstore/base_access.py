@@ -32,6 +32,7 @@ from ckptstore.api import (
     CheckpointStorageLocationReference,
     JobID,
 )
+from ckptstore.calls import public_call
 from ckptstore.errors import CheckpointIOError, EndpointUnreachableError, InvalidArgumentError
 from ckptstore.filesystems import (
     filesystem_for,
@@ -193,11 +194,13 @@ class AbstractCheckpointStorageAccess(
     @abstractmethod
     def initialize_base_locations_for_checkpoint(self) -> None: ...
 
+    @public_call
     def initialize_location_for_checkpoint(self, checkpoint_id: int) -> CheckpointLocationT:
         """The location of checkpoint ``checkpoint_id`` (ACC6; ``_create_checkpoint_location``)."""
         checkpoint_id = require_checkpoint_id(checkpoint_id, "checkpoint_id")
         return self._create_checkpoint_location(checkpoint_id)
 
+    @public_call
     def initialize_location_for_savepoint(
         self, checkpoint_id: int, external_location_pointer: str | None = None
     ) -> SavepointLocationT:

@@ -14,7 +14,7 @@ from typing import Any
 import s3fs
 from fsspec.asyn import sync_wrapper
 
-from ckptstore.s3 import RetryPolicy, install_budget
+from ckptstore.s3 import RetryPolicy, call_budget_left, install_budget
 
 __all__ = ["BudgetedS3FileSystem"]
 
@@ -23,7 +23,8 @@ class BudgetedS3FileSystem(s3fs.S3FileSystem):  # type: ignore[misc]
     """s3fs whose requests keep to ``retry_attempts`` and ``retry_seconds``.
 
     Every client it makes gets the budget's retry handler (``ckptstore.s3.install_budget``);
-    with ``retry_seconds`` every call also ends at that deadline, retries included.
+    with ``retry_seconds`` every request also ends when the public call that sends it has
+    spent that many seconds (``ckptstore.calls``), retries included, and none is sent after.
     """
 
     #: the retry policy of every request (``None``: botocore's own handler)
@@ -37,19 +38,24 @@ class BudgetedS3FileSystem(s3fs.S3FileSystem):  # type: ignore[misc]
     async def _call_s3(self, method: Any, *akwarglist: Any, **kwargs: Any) -> Any:
         policy = self.ckptstore_policy
         seconds = None if policy is None else policy.seconds
-        call = super()._call_s3(method, *akwarglist, **kwargs)
         if seconds is None:
-            return await call
-        deadline = asyncio.timeout(seconds)
+            return await super()._call_s3(method, *akwarglist, **kwargs)
+        remaining = call_budget_left(seconds)
+        if remaining <= 0:
+            raise TimeoutError(
+                errno.ETIMEDOUT,
+                f"S3 {method} not sent: the call's retry_seconds={seconds:g} s are spent",
+            )
+        deadline = asyncio.timeout(remaining)
         try:
             async with deadline:
-                return await call
+                return await super()._call_s3(method, *akwarglist, **kwargs)
         except TimeoutError as exc:
             if not deadline.expired():  # a timeout of the request itself
                 raise
             raise TimeoutError(
                 errno.ETIMEDOUT,
-                f"S3 {method} gave up: retry_seconds={seconds:g} s elapsed",
+                f"S3 {method} gave up: the call's retry_seconds={seconds:g} s elapsed",
             ) from exc
 
     call_s3 = sync_wrapper(_call_s3)

@@ -20,7 +20,7 @@ declared keys). Flink's ``create_subdir`` is a constructor argument of
 
 Retry budget (capability ``retry-budget``, both targets accept the options): the suite's
 storage-agnostic ``retry_attempts`` (requests per operation, an integer >= 1) and
-``retry_seconds`` (seconds per operation, > 0) become the ``storage_options`` keys of the same
+``retry_seconds`` (seconds per public call, > 0) become the ``storage_options`` keys of the same
 names (``ckptstore.s3``: botocore's attempts, connect/read timeouts, backoff and a deadline on
 S3; local and memory I/O is not retried). They are merged into the ``storage_options`` option
 and win over its own keys of those names.

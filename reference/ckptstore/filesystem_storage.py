@@ -75,7 +75,7 @@ class FileSystemCheckpointStorage(LeftoverMethods):
     ``create_subdir``: put ``shared/``, ``taskowned/`` and ``chk-<n>`` under
     ``<path>/<job id>`` (CFG3; ``True`` or ``False``, nothing else). ``storage_options``:
     fsspec connection settings, including the retry budget: the storage-agnostic
-    ``retry_attempts`` (requests per operation) and ``retry_seconds`` (seconds per operation,
+    ``retry_attempts`` (requests per operation) and ``retry_seconds`` (seconds per public call,
     ``ckptstore.s3``), or the client's own ``retries``, ``config_kwargs``
     ``connect_timeout``/``read_timeout``/``retries`` (``ckptstore.filesystems``).
     ``entropy_key``/``entropy_length``: entropy injection (object stores and memory only).

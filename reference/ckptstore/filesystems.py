@@ -24,8 +24,11 @@ Options are always fsspec's configuration for the scheme updated by the storage'
 (fsspec's precedence), with bounded S3 defaults below both (:data:`S3_DEFAULTS`): an
 unreachable endpoint fails in seconds, not after minutes of retries. Instances are cached per
 options and per process id, so a forked worker builds its own (s3fs keeps an event loop and
-sessions that must not cross a fork); the cache key is a salted digest (a per-process random
-salt), so not even an unsalted hash of a secret is kept.
+sessions that must not cross a fork, paramiko's SFTP client a connection); the cache key is a
+salted digest (a per-process random salt), so not even an unsalted hash of a secret is kept.
+No lock is held while an instance is made, and a forked child makes every lock anew
+(:func:`_rearm_after_fork`): a worker forked while its parent's threads did I/O uses the
+storage (PySpark's daemon and multiprocessing's fork start method fork workers so).
 
 Retry budget (S3): how long an operation may keep trying is set by documented
 ``storage_options`` keys, all with bounded defaults (:data:`S3_DEFAULTS`) and range-checked by
@@ -38,7 +41,7 @@ either is set it replaces s3fs's ``retries`` and botocore's ``config_kwargs['ret
 key                                         default   meaning
 ==========================================  ========  ===========================================
 ``retry_attempts``                          (3)       requests per operation (int in [1, 20])
-``retry_seconds``                           (none)    seconds per operation (in (0, 3600])
+``retry_seconds``                           (none)    seconds per public call (in (0, 3600])
 ``retries``                                 1         s3fs's own retry loop: one pass, so it
                                                       never multiplies botocore's attempts
 ``config_kwargs['connect_timeout']``        2 s       botocore: wait for a TCP connection
@@ -81,6 +84,7 @@ import json
 import os
 import secrets
 import shutil
+import sys
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
@@ -323,7 +327,8 @@ class RetryBudget:
     max_attempts: int
     connect_timeout: float
     read_timeout: float
-    #: ``retry_seconds``: the deadline of one operation, retries included (``None``: none)
+    #: ``retry_seconds``: the deadline of one public call, all of its requests and retries
+    #: included (``None``: none)
     seconds: float | None = None
     #: requests while the server throttles (503 SlowDown), when more than ``attempts``
     throttle_attempts: int | None = None
@@ -532,21 +537,55 @@ def get_filesystem(scheme: str, token: str | None = None, *, authority: str | No
 
     Rule 1 (``token``'s own registrations), rule 2 (``authority``'s), rule 3 (fsspec's
     configuration for ``scheme``). Instances are cached per options and per process id.
+    The registry's lock is never held while a file system is made: an SFTP client connects
+    when it is made, and neither the other threads nor a child forked meanwhile
+    (:func:`_rearm_after_fork`) may wait for that.
     """
     with _LOCK:
         registration = _lookup(scheme, token, authority)
-        if registration is None:
-            registration = _registration(scheme, filesystem_options(scheme, None))
-        # one SFTP/FTP client per thread: their clients (paramiko, ftplib) serve one thread
-        thread = threading.get_ident() if scheme in THREAD_BOUND_SCHEMES else None
-        cache_key = (registration.key, os.getpid(), thread)
+    if registration is None:
+        registration = _registration(scheme, filesystem_options(scheme, None))
+    # one SFTP/FTP client per thread: their clients (paramiko, ftplib) serve one thread
+    thread = threading.get_ident() if scheme in THREAD_BOUND_SCHEMES else None
+    cache_key = (registration.key, os.getpid(), thread)
+    with _LOCK:
         fs = _INSTANCES.get(cache_key)
-        if fs is not None and thread is not None and not _connected(fs):
-            fs = None  # the server dropped this thread's connection: connect anew (REQ-12)
-        if fs is None:
-            fs = _instantiate_or_fail(registration.scheme, registration.options)
-            _INSTANCES[cache_key] = fs
-        return fs
+    if fs is not None and thread is not None and not _connected(fs):
+        fs = None  # the server dropped this thread's connection: connect anew (REQ-12)
+    if fs is None:
+        made = _instantiate_or_fail(registration.scheme, registration.options)
+        with _LOCK:
+            if thread is None:  # another thread may have made one meanwhile: the first wins
+                fs = _INSTANCES.setdefault(cache_key, made)
+            else:  # a thread-bound key is this thread's alone
+                fs = _INSTANCES[cache_key] = made
+    return fs
+
+
+def _rearm_after_fork() -> None:
+    """In a forked child: fresh locks, and fsspec's loop lock too.
+
+    A thread of the parent may have held a lock at the fork; the child has only the forking
+    thread, so nobody would ever release the child's copy. The registrations stay (they are
+    configuration the child needs). The parent's file-system instances stay referenced but
+    unused (the cache is keyed by process id): their clients' connections, sessions and event
+    loop belong to the parent, and dropping them would run their finalizers in the child
+    (s3fs closes its session through the parent's loop).
+
+    fsspec resets its event loop in a child but not the lock that guards making one
+    (``fsspec.asyn.reset_lock`` does both).
+    """
+    global _LOCK, _MEMORY_LOCK
+    _LOCK = threading.Lock()
+    _MEMORY_LOCK = threading.Lock()
+    asyn = sys.modules.get("fsspec.asyn")
+    reset_lock = getattr(asyn, "reset_lock", None)
+    if callable(reset_lock):
+        reset_lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_rearm_after_fork)
 
 
 def _connected(fs: Any) -> bool:

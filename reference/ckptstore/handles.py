@@ -19,6 +19,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from ckptstore.calls import public_call
 from ckptstore.errors import InvalidArgumentTypeError, MissingArgumentError
 from ckptstore.filesystems import authority_of, delete_file, get_filesystem, open_for_read
 from ckptstore.paths import StoragePath, parse_storage_path
@@ -83,6 +84,7 @@ class FileStateHandle:
     def _filesystem(self, path: StoragePath) -> Any:
         return get_filesystem(path.scheme, self.fs_token, authority=authority_of(path))
 
+    @public_call
     def open_input_stream(self) -> BinaryIO:
         """Open the file for reading; on S3 one GET (the size is known: no HEAD).
 
@@ -99,6 +101,7 @@ class FileStateHandle:
     def as_bytes_if_in_memory(self) -> bytes | None:
         return None
 
+    @public_call
     def discard_state(self) -> None:
         """Delete the file (never its directory); a missing file is not an error (H2)."""
         path = self.storage_path

@@ -46,6 +46,7 @@ from collections.abc import Iterator, Mapping
 from typing import IO, Any, BinaryIO, NoReturn, cast
 from urllib.parse import urlsplit
 
+from ckptstore.calls import public_call
 from ckptstore.errors import (
     ArgumentOutOfRangeError,
     CheckpointFileExistsError,
@@ -425,12 +426,14 @@ class _GuardedReader(io.BufferedIOBase):
     def seekable(self) -> bool:
         return bool(self._inner.seekable())
 
+    @public_call
     def read(self, size: int | None = -1, /) -> bytes:
         try:
             return self._inner.read(-1 if size is None else size)
         except Exception as exc:
             self._fail(exc)
 
+    @public_call
     def read1(self, size: int = -1, /) -> bytes:
         """At most ``size`` bytes: a plain read, which every file system's reader has (a
         short read is what read1 allows, not what it demands)."""
@@ -439,6 +442,7 @@ class _GuardedReader(io.BufferedIOBase):
         except Exception as exc:
             self._fail(exc)
 
+    @public_call
     def readinto(self, buffer: Any, /) -> int:
         """The reader's own readinto (fsspec's buffered files, Python's local and in-memory
         files all have one)."""
@@ -448,6 +452,7 @@ class _GuardedReader(io.BufferedIOBase):
         except Exception as exc:
             self._fail(exc)
 
+    @public_call
     def seek(self, offset: int, whence: int = 0, /) -> int:
         """The reader's seek; the new position also where it returns None (paramiko's SFTP
         files do), as ``io`` promises.

@@ -18,6 +18,7 @@ from typing import Any
 
 from ckptstore.api import CHECKPOINT_DIR_PREFIX, CheckpointStorageLocationReference, JobID
 from ckptstore.base_access import AbstractCheckpointStorageAccess, optional_path_argument
+from ckptstore.calls import public_call
 from ckptstore.errors import ConfigurationError
 from ckptstore.filesystems import (
     conditional_write_mode,
@@ -96,6 +97,7 @@ class MemoryBackendCheckpointStorageAccess(
         """True exactly when checkpoint metadata is persisted (a checkpoint path is set)."""
         return self._checkpoints_dir is not None
 
+    @public_call
     def initialize_base_locations_for_checkpoint(self) -> None:
         """No shared or task-owned directory to prepare (MEM2).
 

@@ -28,6 +28,7 @@ from ckptstore.api import (
     CheckpointStorageLocationReference,
     StreamStateHandle,
 )
+from ckptstore.calls import public_call
 from ckptstore.errors import InvalidHandleError, StreamClosedError
 from ckptstore.filesystems import delete_tree, filesystem_for
 from ckptstore.layout import require_disposable
@@ -65,11 +66,13 @@ class PersistentMetadataCheckpointStorageLocation(MemCheckpointStreamFactory):
     def location_reference(self) -> CheckpointStorageLocationReference:
         return CheckpointStorageLocationReference.default()
 
+    @public_call
     def create_metadata_output_stream(self) -> FsCheckpointMetadataOutputStream:
         return FsCheckpointMetadataOutputStream(
             self._dir.child(METADATA_FILE_NAME), self._dir, fs_token=self._fs_token
         )
 
+    @public_call
     def dispose_on_failure(self) -> None:
         """Delete the checkpoint's directory and everything in it (MD7).
 

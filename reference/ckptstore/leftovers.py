@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckptstore.api import METADATA_FILE_NAME, SAVEPOINT_DIR_PREFIX, JobID
+from ckptstore.calls import public_call
 from ckptstore.filesystems import (
     OpenUpload,
     abort_open_upload,
@@ -376,6 +377,7 @@ class LeftoverMethods:
             "token_for": lambda path: register_path(path, options),
         }
 
+    @public_call
     def find_leftovers(
         self,
         job_id: JobID,
@@ -393,6 +395,7 @@ class LeftoverMethods:
         seconds = require_duration(older_than, "older_than")
         return find_leftovers(**self._leftover_scope(job_id), older_than=seconds)
 
+    @public_call
     def clean_leftovers(
         self,
         job_id: JobID,

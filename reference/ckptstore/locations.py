@@ -19,6 +19,7 @@ from ckptstore.api import (
     CheckpointStorageLocationReference,
     StreamStateHandle,
 )
+from ckptstore.calls import public_call
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import ArgumentOutOfRangeError, InvalidArgumentError
 from ckptstore.filesystems import delete_tree, filesystem_for, traits_for
@@ -154,6 +155,7 @@ class FsCheckpointStreamFactory:
             return False
         return self._toolsets[scope].can_fast_duplicate(handle)
 
+    @public_call
     def duplicate(
         self, handles: Sequence[StreamStateHandle], scope: CheckpointedStateScope
     ) -> list[StreamStateHandle]:
@@ -209,12 +211,14 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
     def location_reference(self) -> CheckpointStorageLocationReference:
         return self._reference
 
+    @public_call
     def create_metadata_output_stream(self) -> FsCheckpointMetadataOutputStream:
         """The ``_metadata`` stream; fails if this location was finalized already (T-BASE4)."""
         return FsCheckpointMetadataOutputStream(
             self._metadata_file, self._exclusive_dir, fs_token=self._fs_token
         )
 
+    @public_call
     def dispose_on_failure(self) -> None:
         """Recursively delete the exclusive directory; missing is fine (MD7).
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckptstore.api import StreamStateHandle
+from ckptstore.calls import public_call
 from ckptstore.errors import (
     InvalidArgumentTypeError,
     MetadataExistsError,
@@ -99,6 +100,7 @@ class FsCompletedCheckpointStorageLocation:
     def _filesystem(self, path: StoragePath) -> Any:
         return filesystem_for(path, self.fs_token)
 
+    @public_call
     def dispose_storage_location(self) -> None:
         """Delete the checkpoint's own directory recursively; a missing one is fine.
 
@@ -200,6 +202,7 @@ class FsCheckpointMetadataOutputStream:
         buffer = self._buffer
         return 0 if buffer is None else buffer.tell()
 
+    @public_call
     def close_and_finalize_checkpoint(self) -> FsCompletedCheckpointStorageLocation:
         """Publish ``_metadata`` and return the completed location (MD4)."""
         with self._lock:

@@ -25,6 +25,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ckptstore.api import METADATA_FILE_NAME, NON_ADDRESSABLE_POINTER
+from ckptstore.calls import public_call
 from ckptstore.errors import (
     CheckpointIOError,
     CheckpointNotFoundError,
@@ -115,6 +116,7 @@ def require_allowed_scheme(
     )
 
 
+@public_call
 def resolve_checkpoint_pointer(
     pointer: str,
     *,

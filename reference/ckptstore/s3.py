@@ -13,15 +13,22 @@ key                accepted        meaning
                                    retries, all botocore's (its standard mode's decisions and
                                    backoff); s3fs's own retry loop makes a single pass, so it
                                    never multiplies them
-``retry_seconds``  (0, 3600]       seconds per operation: read timeout at most
+``retry_seconds``  (0, 3600]       seconds per public call: read timeout at most
                                    ``retry_seconds``, no retry whose backoff would end beyond
-                                   it, and a deadline that cancels the operation when reached
-                                   (it fails with a ``TimeoutError``)
+                                   it, and a deadline that cancels a request when the call
+                                   has spent them (it fails with a ``TimeoutError``); no
+                                   request is sent after that
 =================  ==============  ==========================================================
 
 An *operation* is one S3 API call (a PutObject, one UploadPart, a HeadObject...): closing a
-file-backed state stream is one operation below the multipart threshold. ``retry_seconds``
-bounds the whole call, transfer included: set it above the time one part takes to upload.
+file-backed state stream is one operation below the multipart threshold, and more where it
+fails (a HeadObject asks whether the upload committed, a delete removes what it left).
+``retry_seconds`` bounds a public call of the storage as a whole (``close_and_get_handle``,
+``dispose_storage_location``, a ``read``...: ``ckptstore.calls``), every request it sends
+and every transfer included: set it above the time the longest call takes (the last parts of
+a large upload, the deletes of a large disposal). A call whose budget is spent fails without
+the cleanup requests it could not send; what they would have removed is a crash leftover
+(``ckptstore.leftovers``).
 Retried, with botocore's exponential backoff with jitter (at most ``2**n`` s before retry
 ``n + 1``): throttling (S3's 503 SlowDown and the other throttling codes), 5xx answers,
 timeouts and dropped connections. Not retried: 4xx answers (access denied, a failed
@@ -31,7 +38,7 @@ below botocore.
 Without these keys the bounded defaults of ``ckptstore.filesystems`` apply (``S3_DEFAULTS``:
 2 s connect and 20 s read timeout, s3fs's loop one pass) with :data:`DEFAULT_POLICY`: 3
 requests for any failure, so a persistent server fault fails within a few seconds; but
-throttling answers up to 10 requests within 10 s of the operation's start, because S3
+throttling answers up to 10 requests within 10 s of the public call's start, because S3
 throttles a key prefix for a second or two and a checkpoint's tasks write into the same
 prefix at once (S3A retries throttling separately for the same reason). Retries configured
 for botocore itself (``config_kwargs['retries']``, ``AWS_MAX_ATTEMPTS``) keep botocore's
@@ -112,6 +119,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from ckptstore.calls import call_started
 from ckptstore.errors import DisposalRefusedError, MetadataExistsError
 from ckptstore.io_errors import causal_chain, endpoint_label, is_unreachable, size_mismatch
 from ckptstore.paths import StoragePath
@@ -132,6 +140,7 @@ __all__ = [
     "RetryPolicy",
     "abort_upload",
     "apply_retry_budget",
+    "call_budget_left",
     "conditional_write_mode",
     "delete_below",
     "error_code",
@@ -151,7 +160,7 @@ _LOG = get_logger(__name__)
 
 #: ``storage_options`` key: requests per operation (see the module docstring).
 RETRY_ATTEMPTS = "retry_attempts"
-#: ``storage_options`` key: seconds per operation (see the module docstring).
+#: ``storage_options`` key: seconds per public call (see the module docstring).
 RETRY_SECONDS = "retry_seconds"
 #: Requests per operation without ``retry_attempts`` (botocore's standard mode default).
 DEFAULT_RETRY_ATTEMPTS = 3
@@ -230,7 +239,7 @@ class RetryPolicy:
 
     #: requests for any retryable failure (the first attempt included)
     attempts: int
-    #: the operation's deadline (``None``: none)
+    #: the deadline of a public call, all of its requests (``None``: none)
     seconds: float | None = None
     #: requests while the server throttles (``None``: ``attempts``)
     throttle_attempts: int | None = None
@@ -240,7 +249,7 @@ class RetryPolicy:
 
 #: The default budget: 3 requests for any failure, but throttling answers (S3's 503 SlowDown:
 #: a prefix over its request rate, which recovers within a second or two) up to 10 requests
-#: within 10 s of the operation's start, so a throttled checkpoint completes (S3A has its own
+#: within 10 s of the public call's start, so a throttled checkpoint completes (S3A has its own
 #: throttle retry limit for the same reason).
 DEFAULT_POLICY = RetryPolicy(
     attempts=DEFAULT_RETRY_ATTEMPTS, throttle_attempts=10, throttle_seconds=10.0
@@ -271,8 +280,10 @@ class _BudgetRetryHandler:
         self._policy = policy
 
     def stamp(self, context: Any = None, **_: Any) -> None:
+        """Remember when the public call of the request started (``ckptstore.calls``); the
+        request's own start outside one."""
         if isinstance(context, dict):
-            context.setdefault(_STARTED, time.monotonic())
+            context.setdefault(_STARTED, call_started() or time.monotonic())
 
     async def needs_retry(self, **kwargs: Any) -> float | None:
         policy = self._policy
@@ -294,6 +305,13 @@ class _BudgetRetryHandler:
             if started is not None and time.monotonic() - started + delay >= limit:
                 return None  # no time left for another attempt: the last error stands
         return delay
+
+
+def call_budget_left(seconds: float) -> float:
+    """What is left of ``seconds`` for the running public call (``ckptstore.calls``): all of
+    them outside one."""
+    started = call_started()
+    return seconds if started is None else seconds - (time.monotonic() - started)
 
 
 def install_budget(client: Any, policy: RetryPolicy | None) -> None:
@@ -643,6 +661,18 @@ def _object_size(answer: Mapping[str, Any]) -> int | None:
 _MODES: dict[tuple[str, str], str] = {}
 _MODE_LOCKS: dict[tuple[str, str], threading.Lock] = {}
 _MODES_LOCK = threading.Lock()
+
+
+def _rearm_after_fork() -> None:
+    """In a forked child: fresh locks (a parent's thread may have held one at the fork, a
+    probe's lock even during its requests); the probe answers stay (they are the server's)."""
+    global _MODES_LOCK
+    _MODES_LOCK = threading.Lock()
+    _MODE_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_rearm_after_fork)
 
 
 def _mode_key(fs: Any, path: StoragePath) -> tuple[str, str]:

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ckptstore.api import ByteStreamStateHandle, StreamStateHandle
+from ckptstore.calls import public_call
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
     EndpointUnreachableError,
@@ -272,9 +273,13 @@ class FsCheckpointStateOutputStream:
             raise self._failed_error()
         if size == 0:
             return 0  # also on a closed stream, as in Flink (S14: an empty write is no write)
-        view = memoryview(data)
-        self._run_io(lambda: self._write_beyond_buffer(view, size))
+        self._write_to_file(memoryview(data), size)
         return size
+
+    @public_call
+    def _write_to_file(self, view: memoryview, size: int) -> None:
+        """The I/O of a write that outgrows the buffer (a public call of its own)."""
+        self._run_io(lambda: self._write_beyond_buffer(view, size))
 
     def _write_beyond_buffer(self, view: memoryview, size: int) -> None:
         """Write ``size`` bytes that do not fit in what is left of the buffer."""
@@ -289,6 +294,7 @@ class FsCheckpointStateOutputStream:
             self._spill()
             self._buffer += view[remaining:]
 
+    @public_call
     def flush(self) -> None:
         """Spill to the file only if one exists or more than the threshold is buffered (S9)."""
         self._run_io(self._flush_beyond_threshold)
@@ -299,6 +305,7 @@ class FsCheckpointStateOutputStream:
             assert self._writer is not None
             self._writer.flush()
 
+    @public_call
     def flush_to_file(self) -> None:
         """Write the buffered bytes to the file, creating it if needed (S8)."""
         self._run_io(self._spill)
@@ -406,10 +413,15 @@ class FsCheckpointStateOutputStream:
             data = bytes(buffer)
             buffer.clear()
             return ByteStreamStateHandle.of(self._settings.inline_prefix + unique_name(), data)
-        with self._io_guard():
-            return self._finish()
+        return self._finish()
 
+    @public_call
     def _finish(self) -> StreamStateHandle:
+        """Commit the file (the I/O of ``close_and_get_handle``, a public call of its own)."""
+        with self._io_guard():
+            return self._commit()
+
+    def _commit(self) -> StreamStateHandle:
         committing = False
         try:
             self._spill()
@@ -479,6 +491,11 @@ class FsCheckpointStateOutputStream:
             if self._busy:
                 self._discard_pending = True
                 return
+        self._discard()
+
+    @public_call
+    def _discard(self) -> None:
+        """The I/O of ``close()`` (a public call of its own)."""
         with self._io_guard():
             self._discard_file()
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ckptstore.api import StreamStateHandle
+from ckptstore.calls import public_call
 from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
     DuplicationNotSupportedError,
@@ -82,6 +83,7 @@ class FsCheckpointStateToolset:
             return False
         return source.parent != self._base_dir
 
+    @public_call
     def duplicate(self, handles: Sequence[StreamStateHandle]) -> list[StreamStateHandle]:
         """Copy every handle's file into the directory under a new name; same order.
 

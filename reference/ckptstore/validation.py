@@ -510,7 +510,7 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
 
     The retry-budget options are range-checked (:data:`RETRY_BUDGET_LIMITS`): the reference's
     storage-agnostic ``retry_attempts`` (requests per operation, an integer) and
-    ``retry_seconds`` (seconds per operation, more than 0), ``retries`` (s3fs's own retry
+    ``retry_seconds`` (seconds per public call, more than 0), ``retries`` (s3fs's own retry
     loop), and in ``config_kwargs`` botocore's ``connect_timeout``, ``read_timeout`` and
     ``retries['max_attempts']``. An ``endpoint_url`` (also in
     ``client_kwargs``) must be an ``http``/``https`` URL with a host. Violations raise

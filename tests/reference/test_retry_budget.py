@@ -1,6 +1,6 @@
 """The retry budget as configuration (issue 9, case 2), counted at the server.
 
-``retry_attempts`` (requests per operation) and ``retry_seconds`` (seconds per operation) are
+``retry_attempts`` (requests per operation) and ``retry_seconds`` (seconds per public call) are
 storage-agnostic ``storage_options`` keys (the conformance target's options of the same
 names); on S3 they become botocore's attempts, connect/read timeouts, a backoff that never
 passes the deadline and the deadline itself, with s3fs's own retry loop down to one pass so
@@ -25,6 +25,7 @@ import pytest
 from ckptstore import FileSystemCheckpointStorage
 from ckptstore import s3 as s3_module
 from ckptstore.api import CheckpointedStateScope, JobID
+from ckptstore.calls import call_started, public_call
 from ckptstore.conformance import conformance_target
 from ckptstore.errors import CheckpointIOError
 from ckptstore.filesystems import filesystem_for, filesystem_options, retry_budget
@@ -177,6 +178,63 @@ def test_retry_seconds_is_a_deadline(silent_endpoint: str) -> None:
         storage.resolve_checkpoint("s3://silent/ckpt/job/chk-1")
     elapsed = time.monotonic() - start
     assert 1.5 <= elapsed < 4.0, elapsed
+
+
+def _silent_storage(endpoint: str, seconds: float) -> FileSystemCheckpointStorage:
+    return FileSystemCheckpointStorage(
+        "s3://silent/ckpt",
+        file_state_size_threshold=0,
+        storage_options={
+            "endpoint_url": endpoint,
+            "key": "k",
+            "secret": "s",
+            "retry_seconds": seconds,
+        },
+    )
+
+
+def _bounded(call: Any, seconds: float) -> float:
+    """Run ``call``, which must fail with an OSError; how long it took."""
+    start = time.monotonic()
+    with pytest.raises(OSError):
+        call()
+    return time.monotonic() - start
+
+
+def test_retry_seconds_bound_a_whole_call(silent_endpoint: str) -> None:
+    """retry_seconds=2 and an endpoint that never answers: a close whose upload times out
+    does not then wait 2 s more for each request of its cleanup (a HEAD, a delete and an
+    existence check: 8 s in all when each request had the whole budget), and a discard does
+    not wait again for its existence check: each call gives up after about 2 s."""
+    access = _silent_storage(silent_endpoint, 2).create_checkpoint_storage(JobID.generate())
+    factory = access.initialize_location_for_checkpoint(1)
+    stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+    stream.write(os.urandom(FILE_SIZE))
+    assert 1.5 <= _bounded(stream.close_and_get_handle, 2) < 3.5
+    handle = FileStateHandle("s3://silent/ckpt/job/chk-1/state", 10)
+    assert 1.5 <= _bounded(handle.discard_state, 2) < 3.5
+
+
+def test_a_call_inside_another_counts_against_the_outer_one() -> None:
+    """A public call made by another one shares its start: one budget for both."""
+
+    @public_call
+    def inner() -> float | None:
+        return call_started()
+
+    @public_call
+    def outer() -> tuple[float | None, float | None]:
+        started = call_started()
+        time.sleep(0.01)
+        return started, inner()
+
+    assert call_started() is None
+    started, seen_inside = outer()
+    assert started is not None
+    assert seen_inside == started
+    assert call_started() is None
+    assert s3_module.call_budget_left(5.0) == 5.0
+    assert public_call(lambda: s3_module.call_budget_left(5.0))() <= 5.0
 
 
 def test_budget_keys_reach_botocore_and_s3fs() -> None:

@@ -21,12 +21,14 @@ import pytest
 
 from ckptconform.suite._driver import (
     EXCLUSIVE,
+    SHARED,
     JobDriver,
     call_outcome,
     fail_message,
     file_options,
     file_path,
     files_below,
+    is_inline,
     join,
     open_uploads_below,
     parent,
@@ -544,6 +546,100 @@ def test_the_clients_own_retry_settings_are_kept(
     assert storage_options == given, msg + (
         f"\nthe storage_options given were modified:\n{storage_options}\nnot\n{given}"
     )
+
+
+#: REQ-13's retry_seconds, and its margin (REQ-6's): a call gives up within S + 5 s, and a
+#: call that spends S on each of two requests (2 S) misses that bound.
+WHOLE_CALL_SECONDS = 6.0
+WHOLE_CALL_MARGIN = 5.0
+
+
+#: REQ-13's calls on a state file: none where the target keeps the state inline.
+_STATE_CALLS = (
+    "close_and_get_handle",
+    "read a handle",
+    "discard_state",
+    "duplicate",
+    "task-owned duplicate",
+)
+
+
+def _hung_call(call: str, drv: JobDriver) -> Callable[[], object] | None:
+    """The public call ``call`` of REQ-13, prepared while the server still answers (a
+    checkpoint written and finalized, a stream written but not closed...); ``None`` where it
+    sends no request (the target keeps such state inline) or the target cannot make it (no
+    fast duplication)."""
+    completed, written = drv.checkpoint(1, exclusive=[payload(THRESHOLD * 8, 13)])
+    handle = written[0][0]
+    if is_inline(handle) and call in _STATE_CALLS:
+        return None
+    location = drv.location(2)
+    factory = drv.worker(2, location.location_reference)
+    if call == "close_and_get_handle":
+        stream = factory.create_checkpoint_state_output_stream(EXCLUSIVE)
+        stream.write(payload(THRESHOLD * 8, 14))
+        return stream.close_and_get_handle
+    if call == "close_and_finalize_checkpoint":
+        metadata = location.create_metadata_output_stream()
+        metadata.write(b"metadata of REQ-13")
+        return metadata.close_and_finalize_checkpoint
+    if call == "dispose_on_failure":
+        drv.write(factory, payload(THRESHOLD * 8, 15))
+        return location.dispose_on_failure
+    calls: dict[str, Callable[[], object]] = {
+        "resolve_checkpoint": lambda: drv.storage.resolve_checkpoint(completed.external_pointer),
+        "dispose_storage_location": completed.dispose_storage_location,
+        "read a handle": lambda: read_handle(handle),
+        "discard_state": handle.discard_state,
+    }
+    if call in calls:
+        return calls[call]
+    if call == "duplicate":
+        if not factory.can_fast_duplicate(handle, SHARED):
+            return None
+        return lambda: factory.duplicate([handle], SHARED)
+    toolset = drv.access.create_task_owned_checkpoint_state_toolset()
+    if not toolset.can_fast_duplicate(handle):
+        return None
+    return lambda: toolset.duplicate([handle])
+
+
+@pytest.mark.clause("REQ-13")
+@pytest.mark.parametrize(
+    "call",
+    [
+        "close_and_finalize_checkpoint",
+        "resolve_checkpoint",
+        "dispose_storage_location",
+        "dispose_on_failure",
+        *_STATE_CALLS,
+    ],
+)
+def test_a_call_keeps_to_its_retry_budget_as_a_whole(sandbox, target, ledger, call):
+    """REQ-13: with retry_seconds S, while the server accepts connections and never answers,
+    a public call fails with an OSError within S + 5 seconds as a whole, however many requests
+    it makes."""
+    seconds = WHOLE_CALL_SECONDS
+    bound = seconds + WHOLE_CALL_MARGIN
+    drv = JobDriver(sandbox, **_options(target), retry_seconds=seconds)
+    with tagged("REQ-13", f"prepare {call}", sandbox):
+        drv.init_base()
+        work = _hung_call(call, drv)
+    if work is None:
+        pytest.skip(f"{call}: no request (inline state) or no fast duplication here")
+    ledger.inject(None, delay=60, times=None)
+    box: dict[str, str] = {}
+    with ledger.record() as rec:
+        started = time.monotonic()
+        finished = within(bound + 1, lambda: box.update(outcome=call_outcome(work)))
+        took = time.monotonic() - started
+        ledger.clear_faults()  # ends the hangs; an abandoned call then finishes
+    outcome = box["outcome"] if finished else f"still running after {took:.0f} s"
+    msg = fail_message(
+        "REQ-13", f"{call} while the server never answers", None, retry_seconds=seconds
+    ) + (f"\noutcome after {took:.1f} s: {outcome}\n{rec.summary()}")
+    assert outcome.startswith("OSError"), msg
+    assert took <= bound, msg
 
 
 @pytest.mark.clause("REQ-7")

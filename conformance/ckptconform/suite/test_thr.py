@@ -1,11 +1,18 @@
 """THR: thread safety (seed 000/003: "Multiple threads may be creating streams concurrently").
 
 Threads start together behind a barrier so that stream creation really overlaps; every worker
-writes bytes that only it writes, so a mix-up shows as wrong bytes.
+writes bytes that only it writes, so a mix-up shows as wrong bytes. THR-4 forks processes
+while threads of the test process do I/O, as PySpark's daemon and multiprocessing's fork
+start method fork workers: a child runs only its own work and leaves with ``os._exit``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import pickle
+import signal
 import threading
 import time
 
@@ -227,3 +234,143 @@ def test_close_from_another_thread(sandbox, target, scope):
     assert stream.closed, msg
     assert isinstance(outcome.get("result"), OSError | ValueError), msg
     assert files_below(sandbox, sandbox.root) == before, msg + "\nthe stream's file remains"
+
+
+#: THR-4: children forked while threads of the test process write and read state, and how
+#: long each may take: a child that deadlocks on a lock a parent thread held at the fork
+#: fails the clause instead of hanging the run (it is killed).
+FORKED_CHILDREN = 6
+CHILD_SECONDS = 60.0
+#: Threads of the test process that keep writing and reading state while it forks.
+LOAD_THREADS = 4
+
+
+def _load(work, stop: threading.Event, errors: list[BaseException]) -> None:
+    """``work(n)`` for n = 1, 2, ... until ``stop``, each on a new thread (clients bound to a
+    thread then connect anew): threads that hold the storage's I/O, and whatever the storage
+    locks for it, at the moment of a fork."""
+    n = 0
+    while not stop.is_set() and not errors:
+        n += 1
+        step = threading.Thread(target=_step, args=(work, n, errors), daemon=True)
+        step.start()
+        step.join()
+
+
+def _step(work, n: int, errors: list[BaseException]) -> None:
+    try:
+        work(n)
+    except BaseException as exc:  # reported by the test's thread
+        errors.append(exc)
+
+
+def _in_child(work, report_fd: int) -> None:
+    """Run ``work`` in a forked child and leave with ``os._exit``: 0 on success, else 1 after
+    writing what went wrong to ``report_fd`` (nothing of the test process runs in the child:
+    no pytest, no atexit)."""
+    code = 1
+    try:
+        work()
+        code = 0
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            os.write(report_fd, f"{type(exc).__name__}: {exc}"[:2000].encode("utf-8", "replace"))
+    finally:
+        os._exit(code)
+
+
+def _wait_children(children: dict[int, int], deadline: float) -> dict[int, str]:
+    """Wait for every child until ``deadline``; kill the ones still running. The outcome of
+    each child: "ok", "exit <code>: <its report>" or "still running ...: killed"."""
+    outcomes: dict[int, str] = {}
+    while len(outcomes) < len(children) and time.monotonic() < deadline:
+        for pid in children:
+            if pid not in outcomes:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    outcomes[pid] = _exit_outcome(status, children[pid])
+        time.sleep(0.05)
+    for pid in children:
+        if pid not in outcomes:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            outcomes[pid] = f"still running after {CHILD_SECONDS:g} s: killed (a deadlock?)"
+    for read_fd in children.values():
+        os.close(read_fd)
+    return outcomes
+
+
+def _exit_outcome(status: int, read_fd: int) -> str:
+    code = os.waitstatus_to_exitcode(status)
+    if code == 0:
+        return "ok"
+    report = os.read(read_fd, 4000).decode("utf-8", "replace")
+    return f"exit {code}: {report or '(no report)'}"
+
+
+@pytest.mark.clause("THR-4")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_a_process_forked_during_io_uses_the_storage(sandbox, target):
+    """THR-4: a process forked while threads of its parent write and read state uses the
+    storage, its pickled copy and a handle of the parent: it creates an access, writes a stream
+    and reads it and the handle back, within 60 seconds."""
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    reference = drv.location(1).location_reference
+    factory = drv.worker(1, reference)
+    before = payload(5000, seed=4)
+    parent_handle = write_state(factory, before)
+    pickled = pickle.dumps(drv.storage)
+
+    def busy(n: int) -> None:
+        read_handle(write_state(factory, payload(2000 + n % 50, seed=n), SHARED))
+        drv.worker(1, reference)
+        drv.storage.create_checkpoint_storage(drv.job_id)
+
+    stop, errors = threading.Event(), []
+    load = [
+        threading.Thread(target=_load, args=(busy, stop, errors), daemon=True)
+        for _ in range(LOAD_THREADS)
+    ]
+    for thread in load:
+        thread.start()
+
+    def child_work(i: int) -> None:
+        storage = drv.storage if i % 2 == 0 else pickle.loads(pickled)
+        access = storage.create_checkpoint_storage(drv.job_id)
+        child_factory = access.resolve_checkpoint_storage_location(1, reference)
+        blob = payload(4000 + i, seed=100 + i)
+        handle = write_state(child_factory, blob, SHARED)
+        if read_handle(handle) != blob:
+            raise AssertionError("the child's own state does not read its bytes")
+        if read_handle(parent_handle) != before:
+            raise AssertionError("the parent's handle does not read its bytes in the child")
+
+    children: dict[int, int] = {}
+    try:
+        time.sleep(0.3)  # the threads are busy with I/O
+        for i in range(FORKED_CHILDREN):
+            read_fd, write_fd = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(read_fd)
+                _in_child(functools.partial(child_work, i), write_fd)
+            os.close(write_fd)
+            children[pid] = read_fd
+            time.sleep(0.05 + 0.05 * i)
+    finally:
+        stop.set()
+        outcomes = _wait_children(children, time.monotonic() + CHILD_SECONDS)
+        for thread in load:
+            thread.join(THREADS_SECONDS)
+    failed = {pid: text for pid, text in outcomes.items() if text != "ok"}
+    msg = fail_message(
+        "THR-4",
+        f"fork {FORKED_CHILDREN} processes while {LOAD_THREADS} threads write and read state",
+    )
+    msg += f"\n{len(outcomes) - len(failed)} of {len(outcomes)} children finished: " + "; ".join(
+        f"child {pid}: {text}" for pid, text in failed.items()
+    )
+    assert not failed, msg
+    assert not errors, msg + f"\nthe parent's threads failed: {errors[0]!r}"
