@@ -13,7 +13,7 @@ declares (``flinktarget.DEVIATIONS``, whose reasons are its ``known_failures``),
 - ``flink-bug``: the clause is a declared known failure that Flink is wrong about (with the
   reason and its reproducer in tests/flink/test_flink_deviations.py);
 - ``beyond-flink``: a declared known failure where the clause deliberately asks more than
-  Flink does (its text says so and why), or a SHOULD clause that Flink does not meet (WARN);
+  Flink does (its rationale says so and why), or a SHOULD clause that Flink does not meet (WARN);
 - ``n/a``: every test of the clause was skipped (a capability Flink does not claim, an S3 or
   Spark leg), with the reason.
 
@@ -71,7 +71,7 @@ def clause_outcomes(report: dict[str, Any], deviations: dict[str, Any]) -> dict[
         elif status == "WARN" and clause.level == "SHOULD":
             found[cid] = {
                 "outcome": "beyond-flink",
-                "reason": "a SHOULD clause Flink does not meet (WARN); its text says how it "
+                "reason": "a SHOULD clause Flink does not meet (WARN); its rationale says how it "
                 "goes beyond Flink",
             }
         else:

@@ -27,7 +27,7 @@ that reason):
   (``maxStateSize``).
 
 Where Flink 2.3.0 fails a clause, ``DEVIATIONS`` says why: a Flink bug, or a clause that goes
-beyond Flink on purpose (its text says so and why), each with its reproducer in
+beyond Flink on purpose (its rationale says so and why), each with its reproducer in
 tests/flink/test_flink_deviations.py. The targets' ``known_failures`` (strict xfail) are made
 from them, and ``scripts/flink_outcomes.py`` turns them and the runs' reports into
 CONFORMANCE.md's Flink columns. The targets' ``version`` is Flink's, so the run header says
@@ -58,7 +58,7 @@ __all__ = [
 __version__ = "2.3.0"
 
 #: The kinds of deviation: Flink is wrong (a bug, with a reproducer), or the clause goes beyond
-#: Flink on purpose (its text says so and why).
+#: Flink on purpose (its rationale says so and why).
 FLINK_BUG = "flink-bug"
 BEYOND_FLINK = "beyond-flink"
 DEVIATION_KINDS = (FLINK_BUG, BEYOND_FLINK)

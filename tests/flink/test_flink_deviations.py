@@ -5,8 +5,8 @@ of ``flinktarget.DEVIATIONS`` (the target's ``known_failures`` and CONFORMANCE.m
 columns) names its test here (tests/meta/test_flink_outcomes.py checks both ways). When a Flink
 upgrade changes the behaviour, the test here fails first and the list is due for review.
 Classification: "Flink bug" (Flink is wrong or inconsistent with itself) or "beyond Flink" (the
-clause asks more than Flink does, on purpose, and its text says why). The last test pins a
-behaviour a clause's text relies on without a deviation: why duplicate() is in BAD-1's corpus
+clause asks more than Flink does, on purpose, and its rationale says why). The last test pins a
+behaviour a clause relies on without a deviation: why duplicate() is in BAD-1's corpus
 only where fast-duplicate is claimed.
 """
 

@@ -17,14 +17,22 @@ Read from the suite's source (``ckptconform.catalog_doc.suite_tests``), the rule
    test of several clauses every clause is named by at least one check (a test of one clause
    blames every plain ``assert`` on it).
 4. Coverage. Every clause of the catalog has a test, or is listed in ``RESERVED`` with why.
-5. The claim is covered by the clause text. Each claim's terms must occur in the title or text
-   of the clauses of its head: its code terms (identifiers with ``_`` or ``()``, CamelCase names
-   such as ``HeadObject`` or ``OSError``, backquoted text), its numbers, and its domain words
-   (``VOCABULARY``: the nouns and verbs of the contract, matched by stem). A docstring that
-   claims what its clause does not say fails, and the review of each test against its
-   docstring (issue 11, item 1) keeps the assertions to what the docstring claims.
+5. The claim is covered by the clause. Each claim's terms must occur in the title, text
+   (the requirement), conditions or rationale of the clauses of its head: its code terms
+   (identifiers with ``_`` or ``()``, CamelCase names such as ``HeadObject`` or ``OSError``,
+   backquoted text), its numbers, and its domain words (``VOCABULARY``: the nouns and verbs of
+   the contract, matched by stem). A docstring that claims what its clause does not say fails,
+   and the review of each test against its docstring (issue 11, item 1) keeps the assertions
+   to what the docstring claims. The sizes, faults and spellings a test exercises belong in
+   the clause's conditions, not in its requirement.
 
-``test_the_rules_are_not_vacuous`` feeds each rule a bad synthetic test and checks it is caught.
+And every clause has the shape of a requirement (``shape_problems``): a text of at most
+``MAX_TEXT`` characters that cites no source (no ``decision``, seed, Flink issue or id of its
+``spec``: those go to its rationale and sources), at least one condition, each a phrase of at most
+``MAX_CONDITION`` characters, and a rationale of at most ``MAX_RATIONALE`` characters.
+
+``test_the_rules_are_not_vacuous`` feeds each rule a bad synthetic test or clause and checks it
+is caught.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from dataclasses import replace
 import pytest
 
 from ckptconform.catalog_doc import SuiteTest, suite_tests
-from ckptconform.clauses import CLAUSES
+from ckptconform.clauses import CLAUSES, Clause
 
 #: Clauses that have no test yet, with the reason (none at present).
 RESERVED: dict[str, str] = {}
@@ -44,7 +52,7 @@ ID = r"[A-Z]+-\d+"
 HEAD = re.compile(rf"(?P<ids>{ID}(?:, {ID})*)(?: \((?:MUST|SHOULD)\))?: ")
 ANY_ID = re.compile(rf"\b{ID}\b")
 
-#: Domain words a claim may use only where its clause's text uses them too. Each entry is a
+#: Domain words a claim may use only where its clause uses them too. Each entry is a
 #: set of stems that count as the same word (matched at the start of a word, case-insensitive).
 VOCABULARY: tuple[tuple[str, ...], ...] = (
     ("pickl",),
@@ -154,8 +162,13 @@ def _stems(text: str) -> set[tuple[str, ...]]:
     }
 
 
+def clause_words(clause: Clause) -> str:
+    """What a clause says: its title, requirement, conditions and rationale."""
+    return " ".join((clause.title, clause.text, *clause.conditions, clause.rationale))
+
+
 def _clause_text(ids: tuple[str, ...]) -> str:
-    return " ".join(f"{CLAUSES[i].title}. {CLAUSES[i].text}" for i in ids if i in CLAUSES)
+    return " ".join(clause_words(CLAUSES[i]) for i in ids if i in CLAUSES)
 
 
 def uncovered(ids: tuple[str, ...], claim: str) -> list[str]:
@@ -221,16 +234,49 @@ def test_every_clause_has_a_test_or_is_reserved():
 
 
 def test_the_suite_is_read():
-    """The analysis sees the suite: many tests, and contract methods for those that use it."""
+    """The analysis sees the suite: many tests, and the clause ids their helpers name."""
     assert len(TESTS) >= 100
     by_id = {t.nodeid: t for t in TESTS}
-    round_trip = by_id["test_str.py::test_round_trip_any_chunking"]
-    assert {"create_checkpoint_state_output_stream", "close_and_get_handle", "state_size"} <= set(
-        round_trip.contract
-    )
     lifecycle = by_id["test_stateful.py::test_checkpoint_lifecycle"]
-    assert "dispose_on_failure" in lifecycle.contract
-    assert "SAV-7" not in lifecycle.named
+    assert {"DIS-1", "MD-7", "SER-3"} <= set(lifecycle.named)
+    assert "SAV-7" not in lifecycle.named  # the subclass for moved savepoints names it
+
+
+MAX_TEXT = 400
+MAX_CONDITION = 250
+MAX_RATIONALE = 400
+SOURCE_WORDS = re.compile(r"\bdecision\b|\bseed \d{3}\b|\bFLINK-\d+")
+
+
+def shape_problems(clause: Clause) -> list[str]:
+    """Everything in which ``clause`` is not a terse requirement (empty: it is one)."""
+    found = []
+    if len(clause.text) > MAX_TEXT:
+        found.append(f"text of {len(clause.text)} characters (at most {MAX_TEXT})")
+    cited = [
+        s for s in clause.spec if re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", clause.text)
+    ]
+    cited += SOURCE_WORDS.findall(clause.text)
+    if cited:
+        found.append(f"text cites sources {sorted(set(cited))} (they go to the rationale)")
+    if not clause.conditions:
+        found.append("no conditions")
+    for condition in clause.conditions:
+        if not condition.strip() or len(condition) > MAX_CONDITION:
+            found.append(f"condition of {len(condition)} characters: {condition[:60]!r}")
+        elif condition.rstrip().endswith("."):
+            found.append(f"condition ends with '.': a phrase, not a sentence: {condition[:60]!r}")
+    if len(set(clause.conditions)) != len(clause.conditions):
+        found.append("conditions repeated")
+    if len(clause.rationale) > MAX_RATIONALE:
+        found.append(f"rationale of {len(clause.rationale)} characters (at most {MAX_RATIONALE})")
+    return found
+
+
+@pytest.mark.parametrize("clause", CLAUSES.values(), ids=lambda c: c.id)
+def test_each_clause_is_a_terse_requirement(clause):
+    found = shape_problems(clause)
+    assert not found, f"{clause.id}:\n  " + "\n  ".join(found)
 
 
 def test_the_rules_are_not_vacuous():
@@ -240,7 +286,6 @@ def test_the_rules_are_not_vacuous():
         name="test_x",
         clauses=("STR-3",),
         docstring="STR-3: close_and_get_handle() with nothing written returns None.",
-        contract=("close_and_get_handle",),
         named=("STR-3",),
     )
     assert problems(good) == []
@@ -261,7 +306,7 @@ def test_the_rules_are_not_vacuous():
         clauses=("STR-3", "STR-6"),
         docstring="STR-3: empty streams give None; STR-6: close() leaves no file.",
     )
-    # claims the clause's text does not state: a term, a number, a domain word
+    # claims the clause does not state: a term, a number, a domain word
     assert "state_size" in flagged(docstring="STR-3: an empty stream's state_size is 0.")
     assert "'4'" in flagged(docstring="STR-3: close_and_get_handle() returns None after 4 writes.")
     assert "savepoint" in flagged(docstring="STR-3: an empty savepoint stream gives None.")
@@ -276,3 +321,30 @@ def test_the_rules_are_not_vacuous():
     )
     mixed = replace(two, docstring="STR-3: with threshold 0, a file; INL-4: empty gives None.")
     assert "threshold" in "\n".join(problems(mixed))
+    # a claim's terms may come from the clause's conditions and rationale, not only its text
+    str6, str3 = CLAUSES["STR-6"], CLAUSES["STR-3"]
+    assert "default_block_size" not in str6.text
+    assert "default_block_size" in str6.conditions[2]
+    assert "MemoryCheckpointOutputStream" not in str3.text + "".join(str3.conditions)
+    assert "MemoryCheckpointOutputStream" in str3.rationale
+    assert uncovered(("STR-6",), "close() with default_block_size set leaves no file.") == []
+    assert uncovered(("STR-3",), "MemoryCheckpointOutputStream gives a handle.") == []
+    assert "default_block_size" in uncovered(("STR-3",), "default_block_size is kept.")
+
+    # the shape of a clause: a terse requirement, its conditions, a short rationale
+    assert shape_problems(str6) == []
+
+    def misshapen(**changes: object) -> str:
+        found = shape_problems(replace(str6, **changes))  # type: ignore[arg-type]
+        assert found, f"not flagged: {changes}"
+        return "\n".join(found)
+
+    assert "text of 401" in misshapen(text="x" * 401)
+    assert "cites sources" in misshapen(text=str6.text + " (Flink S13)")
+    assert "cites sources" in misshapen(text=str6.text + " (decision)")
+    assert "cites sources" in misshapen(text=str6.text + " (FLINK-5218)")
+    assert "no conditions" in misshapen(conditions=())
+    assert "condition of 251" in misshapen(conditions=("y" * 251,))
+    assert "a phrase" in misshapen(conditions=("a sentence.",))
+    assert "repeated" in misshapen(conditions=("one", "one"))
+    assert "rationale of 401" in misshapen(rationale="z" * 401)

@@ -7,7 +7,7 @@ this test checks the rest (issue 12, item 3): every clause has an outcome on bot
 every clause Flink fails is a deviation the target declares (its ``known_failures`` are made
 from them) with a reason and a reproducer in tests/flink/test_flink_deviations.py whose
 docstring names the clause, and every reproducer belongs to a deviation; a clause that goes
-beyond Flink says so in its text; a SHOULD clause Flink does not meet is the only failure
+beyond Flink says so in its rationale; a SHOULD clause Flink does not meet is the only failure
 without a reproducer.
 """
 
@@ -101,11 +101,11 @@ def test_every_reproducer_belongs_to_a_deviation():
 
 
 def test_clauses_beyond_flink_say_so():
-    """A clause that asks more than Flink does says so (and why) in its text."""
+    """A clause that asks more than Flink does says so (and why) in its rationale."""
     for name, target in _outcomes()["targets"].items():
         for cid, record in target["clauses"].items():
             if record["outcome"] == "beyond-flink":
-                assert "beyond Flink" in CLAUSES[cid].text, f"{name}: {cid}'s text"
+                assert "beyond Flink" in CLAUSES[cid].rationale, f"{name}: {cid}'s rationale"
 
 
 def test_the_columns_are_rendered():

@@ -2,13 +2,15 @@
 
 A clause's ``spec`` tuple names its sources: fact ids of the Flink digest (``S7``, ``T-BASE4``,
 ``P4``, ``S12a``, ``PATH``), seed documents (``seed 000`` .. ``seed 004``) and ``decision``.
-Its text may mention fact ids as well ("... (Flink S7, T-FSF1)"). The digest itself lives outside
-the repository, so ``docs/flink-facts.md`` restates every fact under an anchor and bold lead,
-``<a id="S7"></a>**S7**``; seeds and ``decision`` are entries of its "Seed documents" section.
+Its rationale may mention fact ids as well ("As Flink: S7, T-FSF1."). The digest itself lives
+outside the repository, so ``docs/flink-facts.md`` restates every fact under an anchor and bold
+lead, ``<a id="S7"></a>**S7**``; seeds and ``decision`` are entries of its "Seed documents"
+section.
 
 1. Every entry of every clause's ``spec`` tuple resolves: seeds and ``decision`` to the seeds
    section, everything else to a fact entry.
-2. Every fact id mentioned in a clause's title or text resolves to a fact entry.
+2. Every fact id mentioned in a clause's title, text, conditions or rationale resolves to a
+   fact entry.
 3. The doc's entries are well formed: each anchor equals its lead (spaces as ``-``), no anchor
    is defined twice, and the seeds section holds exactly the seeds and ``decision``.
 
@@ -78,7 +80,8 @@ def unresolved(
                     missing.append(f"{clause.id}: {source!r} (spec; not in the seeds section)")
             elif source not in facts:
                 missing.append(f"{clause.id}: {source!r} (spec)")
-        mentioned = dict.fromkeys(FACT_ID.findall(f"{clause.title}\n{clause.text}"))
+        words = "\n".join((clause.title, clause.text, *clause.conditions, clause.rationale))
+        mentioned = dict.fromkeys(FACT_ID.findall(words))
         missing.extend(f"{clause.id}: {fact!r} (text)" for fact in mentioned if fact not in facts)
     return missing
 
@@ -111,6 +114,8 @@ def test_the_check_is_not_vacuous() -> None:
         title="a made-up clause",
         text="Cites S99 and T-NOSUCH7 in its text, and S12a and T-BASE4, which exist; "
         "MD-1 and S3A are no fact ids.",
+        conditions=("a condition citing S95 and S7",),
+        rationale="As Flink: S96.",
         spec=("S7", "S98", "seed 000", "seed 009", "decision", "T-BASE4"),
     )
     assert unresolved([fake], facts, seeds) == [
@@ -118,6 +123,8 @@ def test_the_check_is_not_vacuous() -> None:
         "FAKE-1: 'seed 009' (spec; not in the seeds section)",
         "FAKE-1: 'S99' (text)",
         "FAKE-1: 'T-NOSUCH7' (text)",
+        "FAKE-1: 'S95' (text)",
+        "FAKE-1: 'S96' (text)",
     ]
     # A seed defined among the facts rather than in the seeds section does not count.
     assert unresolved([fake], {**facts, "seed 009": "seed-009"}, seeds)[1:2] == [
