@@ -220,6 +220,20 @@ OPTIONS: dict[str, Option] = {
             "claims retry-budget, alone in BAD-9's test of invalid budgets and with "
             "retry_attempts in its test of a valid one.",
         ),
+        Option(
+            "allow_unconditional_metadata",
+            "bool",
+            "True or False (the suite passes both)",
+            "Whether the storage may finalize checkpoints where the object store's server "
+            "ignores conditional writes (If-None-Match), so that _metadata cannot be created "
+            "exclusively, accepting that racing finalizations could replace each other's; "
+            "without it such a finalization raises OSError naming conditional writes (MD-13).",
+            None,
+            "True to every test on a leg whose server ignores conditional writes (s3rver) and "
+            "through a route whose ledger removes If-None-Match (MD-3's, REQ-1's, BAD-8's and "
+            "MD-13's tests), False in MD-13's test of the refusal; only to targets that declare "
+            "it or declare no options.",
+        ),
     )
 }
 
@@ -733,8 +747,10 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "conditional writes is no directory request).",
      ("S1", "ACC5", "ACC6", "decision")),
     ("NOX-8", "MUST", (), "finalization never lists",
-     "On S3, creating, writing and finalizing a metadata stream sends no List and no HeadBucket "
-     "request, and HeadObject only on the metadata file itself (Flink MD2).",
+     "On S3, creating, writing and finalizing a metadata stream sends no HeadBucket request, no "
+     "List request but of the keys that begin with the metadata file's own key (MD-13's "
+     "claims, where the server ignores conditional writes), and HeadObject only on the "
+     "metadata file itself (Flink MD2).",
      ("MD2", "S1")),
     ("NOX-9", "SHOULD", (), "resolving a pointer costs one request",
      "On S3, resolve_checkpoint of a completed checkpoint's external_pointer, of that pointer "
@@ -866,8 +882,9 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "creation or at the latest at finalization, and the first _metadata stays unchanged, also "
      "on an object store whose server ignores conditional writes (If-None-Match removed by "
      "the request ledger of a second route to the backend, as s3rver, older MinIO and Ceph "
-     "ignore it; on backends that accept any credentials, since the header is signed); and "
-     "when two finalizations of one checkpoint race on object stores with a ledger (the "
+     "ignore it; on backends that accept any credentials, since the header is signed; with "
+     "allow_unconditional_metadata, MD-13); and when two finalizations of one checkpoint race "
+     "on object stores with a ledger whose server honours conditional writes (the "
      "first's PutObject of _metadata held by the server for 2 seconds while the second is "
      "sent, through a route the storage has not used before), exactly one returns, the other "
      "raises OSError, and _metadata holds the bytes of the one that returned (Flink "
@@ -928,7 +945,8 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "A second metadata stream made before the first finalizes (of the same location, or of "
      "one initialized again) and finalized after it fails with OSError, at creation or at the "
      "latest at finalization, and the first _metadata stays unchanged; and when 12 "
-     "finalizations of one checkpoint race on any backend (threads started together, round "
+     "finalizations of one checkpoint race on any backend but a server that ignores "
+     "conditional writes (MD-13) (threads started together, round "
      "after round, each with its own location initialized again), exactly one returns, the "
      "others raise OSError, and _metadata holds the bytes of the one that returned. This goes "
      "beyond Flink on purpose (decision): Flink 2.3.0 checks for an existing _metadata only "
@@ -938,6 +956,13 @@ _RAW: list[tuple[str, str, tuple[str, ...], str, str, tuple[str, ...]]] = [
      "never finalizes one checkpoint twice, but two coordinators or a tool that share the "
      "storage can (Flink MD2, T-BASE4).",
      ("MD2", "T-BASE4", "decision")),
+    ("MD-13", "MUST", (), "no silent loss without conditional writes",
+     "On an object store whose server ignores conditional writes, finalizing without "
+     "allow_unconditional_metadata raises OSError naming conditional writes and leaves no "
+     "_metadata; with it, of 12 finalizations of one checkpoint racing, at most one returns, "
+     "the others raise OSError, and _metadata holds its bytes (decision; Flink 2.3.0 checks, "
+     "then writes: the later one replaces it, MD2).",
+     ("MD2", "decision")),
     # ------------------------------------------------------------------ DIS
     ("DIS-1", "MUST", (), "aborted checkpoints are removed",
      "dispose_on_failure() of an in-progress location removes its exclusive state from the "

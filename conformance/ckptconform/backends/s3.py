@@ -30,6 +30,7 @@ import contextlib
 import os
 import re
 import socket
+import time
 import warnings
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -44,6 +45,7 @@ __all__ = [
     "S3Backend",
     "S3EndpointBackend",
     "endpoint_unreachable",
+    "s3_error_code",
     "s3_missing_packages",
 ]
 
@@ -103,6 +105,18 @@ def abort_open_uploads(raw: Any, bucket: str, prefix: str | None = None) -> list
     return sorted(upload["Key"] for upload in uploads)
 
 
+def s3_error_code(exc: BaseException) -> str | None:
+    """The S3 error code of the botocore error behind ``exc`` (s3fs raises its own error from
+    it), if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        error = getattr(seen, "response", {}).get("Error", {}) if hasattr(seen, "response") else {}
+        if error.get("Code"):
+            return str(error["Code"])
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 class S3Backend(Backend):
     """Common code of the S3 legs: options, raw s3fs, bucket creation."""
 
@@ -125,6 +139,8 @@ class S3Backend(Backend):
     _proxy: Any = None
     #: True when the backend puts a ``CountingProxy`` in front of its server.
     ledger_via_proxy: ClassVar[bool] = False
+    #: Found out at start (:meth:`_probe_conditional_writes`) unless a subclass knows it.
+    conditional_writes: bool | None = None
 
     @property
     def storage_options(self) -> dict[str, Any]:
@@ -176,7 +192,7 @@ class S3Backend(Backend):
 
         self.upstream = upstream
         self.proxy_problem = None
-        self._proxy = CountingProxy(upstream)
+        self._proxy = CountingProxy(upstream, max_key_bytes=self.max_key_bytes)
         self.endpoint = self._proxy.start()
         self.ledger = self._proxy.ledger
         try:
@@ -190,18 +206,56 @@ class S3Backend(Backend):
                 "running without a request ledger"
             )
             warnings.warn(f"ckptconform: {self.name}: {self.proxy_problem}", stacklevel=2)
+        self._probe_conditional_writes()
+
+    def _probe_conditional_writes(self) -> None:
+        """Find out whether the server honours ``If-None-Match: *`` (raw requests, left out of
+        counts): a probe object created twice with it, the second refused where it holds."""
+        if self.conditional_writes is not None:
+            return
+        key = f"{self.bucket}/.ckptconform-probe-{random_name(16)}"
+        bucket, name, _ = self._fs.split_path(key)
+        put = {"Bucket": bucket, "Key": name, "Body": b"", "IfNoneMatch": "*"}
+        try:
+            self._fs.call_s3("put_object", **put)
+            try:
+                self._fs.call_s3("put_object", **put)
+                self.conditional_writes = False
+            except OSError as exc:
+                refused = s3_error_code(exc) in ("PreconditionFailed", "412")
+                self.conditional_writes = True if refused else None
+        except OSError as exc:
+            self.conditional_writes = False if s3_error_code(exc) == "NotImplemented" else None
+        finally:
+            with contextlib.suppress(Exception):
+                self._fs.call_s3("delete_object", Bucket=bucket, Key=name)
+
+    def server_problem(self) -> str | None:
+        """The server behind the counting proxy refuses connections, three times in a row."""
+        server = self.upstream
+        if server is None or not self.started:
+            return None
+        for attempt in range(3):
+            why = endpoint_unreachable(server, timeout=2.0)
+            if why is None:
+                return None
+            if attempt < 2:
+                time.sleep(0.5)
+        return f"the {self.name} server no longer accepts connections: {why}"
 
     @contextlib.contextmanager
     def open_route(self) -> Iterator[Any]:
         """A second way to the same server: a counting proxy with its own ledger, for one test.
 
         Yields the started ``CountingProxy`` (``.url`` for ``endpoint_url``, ``.ledger`` to see
-        which requests took this route); it is stopped when the block ends.
+        which requests took this route); it is stopped when the block ends. It forwards to the
+        backend's own endpoint (its counting proxy, where it has one), so the backend's ledger
+        counts what reaches the server by any route, as moto's in-server ledger does.
         """
         from ckptconform.proxy import CountingProxy
 
         self.start()
-        server = self.upstream or self.endpoint
+        server = self.endpoint
         assert server is not None  # set by _start
         proxy = CountingProxy(server)
         proxy.start()
