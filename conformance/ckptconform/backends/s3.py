@@ -18,6 +18,14 @@ suite. When the server refuses requests through the proxy (servers that route on
 header, such as AWS S3 itself: see ``ckptconform.proxy``) while a direct bucket check works, the
 leg runs directly against the server without a ledger, with a warning; counting clauses skip.
 
+At start the backend also finds out, with raw requests, whether the server honours
+conditional writes (``conditional_writes``: a probe object created twice with
+``If-None-Match: *``); where it does not, the suite opts every storage in to finalizing there
+(``allow_unconditional_metadata``) and skips what needs exclusive creates (MD-13). A second
+route (``open_route``) forwards to the backend's own counting proxy, so the backend's ledger
+counts what reaches the server by any route. After a failed test ``server_problem()`` tells
+whether the server behind the proxy still accepts connections.
+
 The suite never hangs on a server that does not answer: the raw client has a connect timeout
 and a small retry budget (``RAW_CLIENT_LIMITS``), and ``--s3-endpoint`` is probed with one TCP
 connect before the run (``availability``), so an endpoint that cannot be reached is a skip with
