@@ -357,6 +357,7 @@ def _open_legs(
 ) -> list[Any]:
     from ckptconform.backends import BackendUnavailableError
     from ckptconform.bench import Leg
+    from ckptconform.sandbox import server_options
 
     legs = []
     for name in pool.names:
@@ -371,7 +372,7 @@ def _open_legs(
         except BackendUnavailableError as exc:
             document["legs"][name] = {"skipped": str(exc)}
             continue
-        extra = {}
+        extra = server_options(backend)
         if inline:
             extra["inline_threshold"] = options.inline_threshold
             extra["write_buffer_size"] = max(options.write_buffer_size, options.inline_threshold)
@@ -448,6 +449,7 @@ def _count_requests(
 ) -> dict[str, Any]:
     from ckptconform.bench import requests_per_checkpoint
     from ckptconform.budget import BudgetRun, Shape
+    from ckptconform.sandbox import server_options
     from ckptconform.workload import ThreadRunner
 
     if leg is None:
@@ -463,7 +465,9 @@ def _count_requests(
         savepoint=False,
     )
     root = leg.backend.new_root()
-    extra = {"inline_threshold": options.inline_threshold} if inline else {}
+    extra = server_options(leg.backend)
+    if inline:
+        extra["inline_threshold"] = options.inline_threshold
     storage_options = target_options(target, leg.backend.storage_options, extra)
 
     def make_storage() -> Any:

@@ -163,6 +163,7 @@ def _run(options: argparse.Namespace) -> int:
     from ckptconform.budget import BudgetRun, Shape
     from ckptconform.budget_output import Progress, render_table, write_plot
     from ckptconform.budgets import evaluate, load_budgets, regressions
+    from ckptconform.sandbox import UNCONDITIONAL_METADATA, server_options
     from ckptconform.target import TargetError, load_target
 
     if not options.impl:
@@ -197,6 +198,8 @@ def _run(options: argparse.Namespace) -> int:
         root = backend.new_root()
         inline = "inline-state" in target.capabilities
         storage_options: dict[str, Any] = {"storage_options": dict(backend.storage_options)}
+        if target.supports_option(UNCONDITIONAL_METADATA):
+            storage_options.update(server_options(backend))
         if inline:
             storage_options["inline_threshold"] = options.inline_threshold
 

@@ -83,7 +83,8 @@ CAPABILITIES: dict[str, str] = {
     "characters in data file paths and removed from metadata paths and pointers.",
     "memory-limit": "A maximum state size (JobManagerCheckpointStorage's max_state_size).",
     "retry-budget": "The storage takes a retry budget as options: retry_attempts (requests "
-    "per operation, >= 1) and retry_seconds (seconds per operation), and gives up within them.",
+    "per operation, >= 1) and retry_seconds (seconds per public call, all of its requests), "
+    "and gives up within them.",
     "flat-layout": "make_storage takes create_subdir=False (Flink's "
     "execution.checkpointing.create-subdir): a job's chk-<n>, shared/ and taskowned/ then lie "
     "directly in the checkpoint directory, with no <job id> directory.",
@@ -228,15 +229,30 @@ OPTIONS: dict[str, Option] = {
         Option(
             "retry_seconds",
             "float",
-            "a finite number > 0 (int or float, not a bool): seconds per operation (the suite "
-            "passes 4.0, 5, 9.5 and 30); BAD-9 passes 0, -1, NaN, infinity, True and '5' and "
-            "expects an error",
-            "The retry budget's time: how long one operation may take, retries and a server "
-            "that does not answer included, before it gives up with an OSError.",
+            "a finite number > 0 (int or float, not a bool): seconds per public call (the "
+            "suite passes 4.0, 5, 6.0, 9.5 and 30); BAD-9 passes 0, -1, NaN, infinity, True "
+            "and '5' and expects an error",
+            "The retry budget's time: how long one public call may take, all of its requests, "
+            "retries and a server that does not answer included, before it gives up with an "
+            "OSError.",
             "retry-budget",
-            "in REQ-6's test (with retry_attempts, and alone), in BAD-8's test when the target "
-            "claims retry-budget, alone in BAD-9's test of invalid budgets and with "
-            "retry_attempts in its test of a valid one.",
+            "in REQ-6's test (with retry_attempts, and alone), alone in REQ-13's, in BAD-8's "
+            "test when the target claims retry-budget, alone in BAD-9's test of invalid "
+            "budgets and with retry_attempts in its test of a valid one.",
+        ),
+        Option(
+            "allow_unconditional_metadata",
+            "bool",
+            "True or False (the suite passes both)",
+            "Whether the storage may finalize checkpoints where the object store's server "
+            "ignores conditional writes (If-None-Match), so that _metadata cannot be created "
+            "exclusively, accepting that racing finalizations could replace each other's; "
+            "without it such a finalization raises OSError naming conditional writes (MD-13).",
+            None,
+            "True to every test on a leg whose server ignores conditional writes (s3rver) and "
+            "through a route whose ledger removes If-None-Match (MD-3's, REQ-1's, BAD-8's and "
+            "MD-13's tests), False in MD-13's test of the refusal; only to targets that declare "
+            "it or declare no options.",
         ),
     )
 }
@@ -982,9 +998,14 @@ _CATALOG: list[Clause] = [
        rationale="decision, following S1: object stores have no directories.",
        spec=("S1", "ACC5", "ACC6", "decision")),
     _c("NOX-8", "MUST", (), "finalization never lists",
-       "On S3, creating, writing and finalizing a metadata stream sends no List and no "
-       "HeadBucket request, and HeadObject only on the metadata file itself.",
-       conditions=("metadata of 0, 100 and 70000 bytes",),
+       "On S3, creating, writing and finalizing a metadata stream sends no HeadBucket "
+       "request, no List request but of the keys that begin with the metadata file's own "
+       "key, and HeadObject only on the metadata file itself.",
+       conditions=(
+           "metadata of 0, 100 and 70000 bytes",
+           "a List of the metadata file's own key is MD-13's claim check, where the server "
+           "ignores conditional writes",
+       ),
        rationale="As Flink: MD2.",
        spec=("MD2", "S1")),
     _c("NOX-9", "SHOULD", (), "resolving a pointer costs one request",
@@ -1195,7 +1216,9 @@ _CATALOG: list[Clause] = [
            "the request ledger of a second route to the backend (as s3rver, older MinIO and "
            "Ceph ignore it); on backends that accept any credentials, since the header is "
            "signed",
-           "racing, on object stores with a ledger: the first's PutObject of _metadata held "
+           "there with allow_unconditional_metadata (MD-13)",
+           "racing, on object stores with a ledger whose server honours conditional writes: "
+           "the first's PutObject of _metadata held "
            "by the server for 2 seconds while the second is sent, through a route the "
            "storage has not used before",
        ),
@@ -1280,8 +1303,9 @@ _CATALOG: list[Clause] = [
        "returns, the others raise OSError, and _metadata holds the returned one's bytes.",
        conditions=(
            "the second stream of the same location, or of one initialized again",
-           "12 finalizations racing on any backend: threads started together, round after "
-           "round, each with its own location initialized again",
+           "12 finalizations racing on any backend but a server that ignores conditional "
+           "writes (MD-13): threads started together, round after round, each with its own "
+           "location initialized again",
        ),
        rationale="decision, beyond Flink on purpose: Flink 2.3.0 checks for an existing "
        "_metadata only when a stream is made and on local disks commits by an atomic rename, "
@@ -1303,6 +1327,20 @@ _CATALOG: list[Clause] = [
        rationale="decision; Flink's state stream removes its file, S12; its "
        "RecoverableWriter keeps a failed _metadata's staging file, a bug, MD4.",
        spec=("decision", "S12", "MD4")),
+    _c("MD-13", "MUST", (), "no silent loss without conditional writes",
+       "Where the object store's server ignores conditional writes, a finalization either "
+       "refuses with an OSError naming them and leaves no _metadata or, with "
+       "allow_unconditional_metadata, of racing finalizations at most one returns and "
+       "_metadata holds its bytes.",
+       conditions=(
+           "s3rver, and moto through a second route whose ledger removes If-None-Match",
+           "without allow_unconditional_metadata: one finalization",
+           "with allow_unconditional_metadata: 12 finalizations of one checkpoint racing, the "
+           "others raise OSError",
+       ),
+       rationale="decision; as Flink, which checks, then writes: the later one replaces it "
+       "(MD2).",
+       spec=("MD2", "decision")),
     # ------------------------------------------------------------------ DIS
     _c("DIS-1", "MUST", (), "aborted checkpoints are removed",
        "dispose_on_failure() of an in-progress location removes its exclusive state from the "

@@ -93,6 +93,9 @@ class RunState:
     spark_info: dict[str, Any] | None = None
     #: With ``--first-failure-per-clause``: each failed clause and the test that failed it.
     failed_in: dict[str, str] = field(default_factory=dict)
+    #: Legs whose server stopped answering (in this process), with the message that says so:
+    #: their later tests are skipped with it.
+    dead_legs: dict[str, str] = field(default_factory=dict)
     report_paths: tuple[Path, Path] | None = None
 
 
@@ -543,6 +546,8 @@ def backend(request: pytest.FixtureRequest, _ckptconform_state: RunState) -> Ite
         pytest.fail(
             "the 'backend' fixture is parametrized by the ckptconform plugin only", pytrace=False
         )
+    if name in _ckptconform_state.dead_legs:
+        pytest.skip(_ckptconform_state.dead_legs[name])
     try:
         started = _ckptconform_state.pool.get_started(name)
     except BackendUnavailableError as exc:
@@ -622,6 +627,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # never starts the leg: the worker that ran it hands its facts on with the report
         report.user_properties.append((PROP_SPARK, json.dumps(state.spark.info())))
     if report.failed:
+        _check_server(item, state)
         if state.first_failure_per_clause:
             _remember_failure(item, state, named)
         report.sections.append(("ckptconform", _failure_section(item, state)))
@@ -630,6 +636,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.outcome = "skipped"
             report.wasxfail = "SHOULD clause failed (WARN; --strict-should makes it fail)"
     return report
+
+
+def _check_server(item: pytest.Item, state: RunState) -> None:
+    """After a failure, ask the leg's backend whether its server still answers; where it
+    names a problem, the leg is dead: its later tests are skipped with one message (the
+    ``backend`` fixture), instead of each failing on a server that is gone."""
+    callspec = getattr(item, "callspec", None)
+    name = callspec.params.get("backend") if callspec is not None else None
+    if name is None or name not in state.pool.backends or name in state.dead_legs:
+        return
+    backend = state.pool[name]
+    if not backend.started:
+        return
+    try:
+        problem = backend.server_problem()
+    except Exception as exc:  # asking must never hide the test's own failure
+        problem = None
+        warnings.warn(f"ckptconform: {name}: server_problem() raised {exc!r}", stacklevel=1)
+    if problem:
+        state.dead_legs[name] = (
+            f"ckptconform: the server of the {name} leg stopped answering ({problem}); seen "
+            f"after {item.nodeid} failed: the leg's later tests are not run"
+        )
 
 
 def _remember_failure(item: pytest.Item, state: RunState, named: tuple[str, ...]) -> None:
@@ -783,3 +812,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.report_paths is not None:
         json_path, md_path = state.report_paths
         terminalreporter.write_line(f"report: {md_path} and {json_path}")
+    for message in state.dead_legs.values():
+        terminalreporter.write_line(message, red=True)

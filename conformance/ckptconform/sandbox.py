@@ -13,7 +13,18 @@ if TYPE_CHECKING:
     from ckptconform.backends.base import Backend
     from ckptconform.target import Target
 
-__all__ = ["Sandbox"]
+__all__ = ["UNCONDITIONAL_METADATA", "Sandbox", "server_options"]
+
+#: The option that lets a storage finalize where the server ignores conditional writes (MD-13).
+UNCONDITIONAL_METADATA = "allow_unconditional_metadata"
+
+
+def server_options(backend: Backend) -> dict[str, Any]:
+    """The options every storage on ``backend`` gets for what its server lacks: where it
+    ignores conditional writes, ``allow_unconditional_metadata=True`` (the kit opts in, as a
+    user of such a server must, to finalize at all)."""
+    return {UNCONDITIONAL_METADATA: True} if backend.conditional_writes is False else {}
+
 
 _UNSET: Any = object()
 
@@ -31,8 +42,19 @@ class Sandbox:
     def make_storage(
         self, *, checkpoint_dir: Any = _UNSET, savepoint_dir: Any = _UNSET, **options: Any
     ) -> Any:
-        """A fresh storage of the target on this sandbox; ``options`` go into ``options=``."""
-        merged = {"storage_options": dict(self.backend.storage_options), **options}
+        """A fresh storage of the target on this sandbox; ``options`` go into ``options=``.
+
+        Where the backend's server ignores conditional writes the suite opts in with
+        ``allow_unconditional_metadata=True`` (a test may pass False); the key reaches only
+        targets that take it (:meth:`Target.supports_option`).
+        """
+        merged: dict[str, Any] = {
+            "storage_options": dict(self.backend.storage_options),
+            **server_options(self.backend),
+            **options,
+        }
+        if not self.target.supports_option(UNCONDITIONAL_METADATA):
+            merged.pop(UNCONDITIONAL_METADATA, None)
         return self.target.make_storage(
             checkpoint_dir=self.checkpoint_dir if checkpoint_dir is _UNSET else checkpoint_dir,
             savepoint_dir=self.savepoint_dir if savepoint_dir is _UNSET else savepoint_dir,

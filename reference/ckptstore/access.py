@@ -124,9 +124,10 @@ class FsCheckpointStorageAccess(
 
         ``"honoured"``: the store refuses a second exclusive create (local and memory file
         systems; S3 servers that honour ``If-None-Match: *``): one PutObject per
-        ``_metadata``. ``"ignored: check-then-write"``: the S3 server ignores the condition,
-        so a HEAD before the PUT refuses an existing ``_metadata``; two coordinators
-        publishing the same checkpoint at the same moment could still overwrite each other.
+        ``_metadata``. Where the S3 server ignores the condition:
+        ``"ignored: finalization refused"`` (every finalization raises
+        ``ConditionalWritesUnsupportedError``), or ``"ignored: claim-then-write"`` where the
+        storage options set ``allow_unconditional_metadata`` (``ckptstore.s3``).
         ``"unknown: not probed yet"``: S3 before ``initialize_base_locations_for_checkpoint``
         (or a first ``_metadata`` publish) in this process. No I/O.
         """

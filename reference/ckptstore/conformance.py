@@ -23,7 +23,9 @@ storage-agnostic ``retry_attempts`` (requests per operation, an integer >= 1) an
 ``retry_seconds`` (seconds per public call, > 0) become the ``storage_options`` keys of the same
 names (``ckptstore.s3``: botocore's attempts, connect/read timeouts, backoff and a deadline on
 S3; local and memory I/O is not retried). They are merged into the ``storage_options`` option
-and win over its own keys of those names.
+and win over its own keys of those names. So is the suite's ``allow_unconditional_metadata``
+(a bool): where the S3 server ignores conditional writes, finalizations are refused without
+it and published claim-then-write with it (``ckptstore.s3``, MD-13).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ _FS_OPTIONS = MappingProxyType(
         "create_subdir": "create_subdir",
         "retry_attempts": "retry_attempts",
         "retry_seconds": "retry_seconds",
+        "allow_unconditional_metadata": "allow_unconditional_metadata",
     }
 )
 
@@ -67,11 +70,12 @@ _JM_OPTIONS = MappingProxyType(
         "max_state_size": "max_state_size",
         "retry_attempts": "retry_attempts",
         "retry_seconds": "retry_seconds",
+        "allow_unconditional_metadata": "allow_unconditional_metadata",
     }
 )
 
 #: suite option keys that go into ``storage_options`` (``ckptstore.s3``)
-_BUDGET_OPTIONS = ("retry_attempts", "retry_seconds")
+_STORAGE_OPTION_KEYS = ("retry_attempts", "retry_seconds", "allow_unconditional_metadata")
 
 
 def _translate(
@@ -88,14 +92,14 @@ def _translate(
             f"supported options: {', '.join(sorted(supported))}"
         )
     kwargs = {supported[key]: value for key, value in options.items() if value is not None}
-    budget = {key: kwargs.pop(key) for key in _BUDGET_OPTIONS if key in kwargs}
-    if budget:
+    moved = {key: kwargs.pop(key) for key in _STORAGE_OPTION_KEYS if key in kwargs}
+    if moved:
         storage_options = kwargs.get("storage_options")
         if storage_options is not None and not isinstance(storage_options, Mapping):
             raise InvalidArgumentError(
                 f"storage_options must be a mapping, got {describe(storage_options)}"
             )
-        kwargs["storage_options"] = {**(storage_options or {}), **budget}
+        kwargs["storage_options"] = {**(storage_options or {}), **moved}
     return kwargs
 
 

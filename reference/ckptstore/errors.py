@@ -41,6 +41,7 @@ __all__ = [
     "CheckpointIOError",
     "CheckpointNotFoundError",
     "CheckpointStorageError",
+    "ConditionalWritesUnsupportedError",
     "ConfigurationError",
     "DisposalRefusedError",
     "DuplicationNotSupportedError",
@@ -149,6 +150,14 @@ class CheckpointFileExistsError(CheckpointIOError, FileExistsError):
 
 class MetadataExistsError(CheckpointFileExistsError):
     """``_metadata`` already exists for this location (MD2, T-BASE4)."""
+
+
+class ConditionalWritesUnsupportedError(CheckpointIOError):
+    """The S3 server ignores conditional writes, so ``_metadata`` cannot be published
+    exclusively, and the storage options do not allow publishing it without them
+    (``allow_unconditional_metadata``, ``ckptstore.s3``); nothing was written."""
+
+    default_errno = errno.EOPNOTSUPP
 
 
 class StreamClosedError(CheckpointIOError, ValueError):

@@ -77,7 +77,9 @@ class FileSystemCheckpointStorage(LeftoverMethods):
     fsspec connection settings, including the retry budget: the storage-agnostic
     ``retry_attempts`` (requests per operation) and ``retry_seconds`` (seconds per public call,
     ``ckptstore.s3``), or the client's own ``retries``, ``config_kwargs``
-    ``connect_timeout``/``read_timeout``/``retries`` (``ckptstore.filesystems``).
+    ``connect_timeout``/``read_timeout``/``retries`` (``ckptstore.filesystems``), and
+    ``allow_unconditional_metadata`` (a bool: publish ``_metadata`` on S3 servers that ignore
+    conditional writes, at the risk ``ckptstore.s3`` states, instead of refusing).
     ``entropy_key``/``entropy_length``: entropy injection (object stores and memory only).
     ``allowed_schemes``: schemes, besides those of the configured paths, that
     ``resolve_checkpoint`` may open; each must be served by an fsspec file system.

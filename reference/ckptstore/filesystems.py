@@ -278,9 +278,10 @@ def filesystem_options(scheme: str, storage_options: Mapping[str, Any] | None) -
         return {}
     options = _fsspec_configuration(scheme)
     options.update(_copy_options(storage_options or {}))
-    if scheme not in S3_SCHEMES:  # the budget keys are the reference's, not the client's
+    if scheme not in S3_SCHEMES:  # the reference's own keys, not the client's
         options.pop(s3.RETRY_ATTEMPTS, None)
         options.pop(s3.RETRY_SECONDS, None)
+        options.pop(s3.ALLOW_UNCONDITIONAL_METADATA, None)
     if scheme in S3_SCHEMES:
         for name, value in S3_DEFAULTS.items():
             if name != "config_kwargs":
@@ -818,12 +819,14 @@ def publish_exclusive(
 
     Local: temp file in the same directory + ``os.link`` (atomic, never overwrites).
     Memory: check-and-create under a lock. S3: ``ckptstore.s3.publish_metadata``: one
-    PutObject with ``If-None-Match: *`` where the server honours it (a HeadObject first where
-    it does not), probing the server first if this process has not yet (under ``probe_dir``,
-    default: the directory above ``path``'s; :func:`probe_conditional_writes`); a lost answer
-    whose write committed is recognised by its bytes. Others: ``open(path, 'xb')``. An
-    existing target raises ``MetadataExistsError``; any other failure the contract's
-    ``OSError`` types (``ckptstore.io_errors``).
+    PutObject with ``If-None-Match: *`` where the server honours it; where it does not,
+    ``ConditionalWritesUnsupportedError``, or claim-then-write where the storage options
+    allow unconditional metadata; the server is probed first if this process has not yet
+    (under ``probe_dir``, default: the directory above ``path``'s;
+    :func:`probe_conditional_writes`); a lost answer whose write committed is recognised by
+    its bytes. Others: ``open(path, 'xb')``. An existing target raises
+    ``MetadataExistsError``; any other failure the contract's ``OSError`` types
+    (``ckptstore.io_errors``).
 
     A failure removes whatever the publish staged (a temporary file, a half-written target it
     created): nothing of it stays on the backend, so the next attempt finds a clean directory.
@@ -878,8 +881,9 @@ def conditional_write_mode(fs: Any, path: StoragePath) -> str:
     """How ``_metadata`` is kept from being overwritten at ``path``'s store (no I/O).
 
     ``"honoured"`` (S3 servers that refuse a second ``If-None-Match: *`` create; local and
-    memory file systems, whose exclusive create is native), ``"ignored: check-then-write"``
-    (S3 servers that ignore the header: a HEAD before the PUT, a race window remains), or
+    memory file systems, whose exclusive create is native); on S3 servers that ignore the
+    header ``"ignored: finalization refused"``, or ``"ignored: claim-then-write"`` where the
+    storage options allow unconditional metadata (``ckptstore.s3``); or
     ``"unknown: not probed yet"`` on S3 before this process probed the server.
     """
     if path_is_s3(path):

@@ -352,17 +352,22 @@ def with_context(
     file system output stream to ..."): the class is the one :func:`translate_io_error`
     gives (``EndpointUnreachableError``, ``CheckpointFileExistsError``... or
     ``CheckpointIOError``), the message keeps the endpoint and reason, redacted; the cause is
-    ``exc``.
+    ``exc``. ``message`` names the path already, so the translated text says "it" for it:
+    a path of thousands of characters would otherwise push the endpoint and the reason past
+    the reason's length limit.
     """
     translated = translate_io_error(exc, "write", path, fs)
     cls: type[CheckpointIOError] = (
         type(translated) if isinstance(translated, CheckpointIOError) else CheckpointIOError
     )
     code = getattr(translated, "errno", None)
+    reason = str(translated)
+    for spelling in dict.fromkeys((path.url, path.shown)):
+        reason = reason.replace(spelling, "it")
     return _contract_error(
         cls,
         message,
-        str(translated),
+        reason,
         None,
         fs=fs,
         code=code if isinstance(code, int) else errno.EIO,

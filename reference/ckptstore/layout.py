@@ -6,8 +6,10 @@ The storage creates exactly these names, so it deletes nothing else:
   ``savepoint-<job id[0:6]>-<12 random characters>`` (L5): ``dispose_storage_location`` and
   ``dispose_on_failure`` delete such a directory recursively (MD6, MD7), and refuse any other
   directory with ``DisposalRefusedError`` before a single request is sent;
-* state files ``<uuid4>`` (L3), the local staging files of ``_metadata``
-  (``._metadata.<32 hex>.inprogress``, ``ckptstore.filesystems.publish_exclusive``) and the
+* state files ``<uuid4>`` (L3), the staging files of ``_metadata``
+  (``._metadata.<32 hex>.inprogress`` on local disks, ``ckptstore.filesystems.publish_exclusive``;
+  the claims ``_metadata.<32 hex>.inprogress`` on S3 servers without conditional writes,
+  ``ckptstore.s3``) and the
   S3 conditional-write probes (``.ckptstore-probe.<32 hex>``, ``ckptstore.s3``, in the
   checkpoint directory): the crash leftover scan (``ckptstore.leftovers``) removes only such
   files, and aborts only open multipart uploads of state files in checkpoint and savepoint
@@ -56,8 +58,9 @@ CHECKPOINT_DIR_PATTERN = re.compile(rf"^{CHECKPOINT_DIR_PREFIX}(?P<id>[0-9]{{1,1
 SAVEPOINT_DIR_PATTERN = re.compile(rf"^{SAVEPOINT_DIR_PREFIX}[0-9a-fA-F]{{6}}-[0-9a-zA-Z]{{12}}$")
 #: A state file: a random UUID, 36 characters (L3, S11).
 STATE_FILE_PATTERN = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-#: The staging file of a local ``_metadata`` publish.
-STAGING_FILE_PATTERN = re.compile(rf"^\.{METADATA_FILE_NAME}\.[0-9a-f]{{32}}\.inprogress$")
+#: The staging file of a ``_metadata`` publish: ``.``-prefixed on local disks, without the
+#: dot for an S3 claim.
+STAGING_FILE_PATTERN = re.compile(rf"^\.?{METADATA_FILE_NAME}\.[0-9a-f]{{32}}\.inprogress$")
 #: The object of an S3 conditional-write probe (``ckptstore.s3.PROBE_PREFIX``).
 PROBE_FILE_PATTERN = re.compile(r"^\.ckptstore-probe\.[0-9a-f]{32}$")
 
@@ -83,7 +86,7 @@ def is_state_file_name(name: str) -> bool:
 
 
 def is_staging_file_name(name: str) -> bool:
-    """True for a local ``_metadata`` staging file's name."""
+    """True for a ``_metadata`` staging file's name (local staging file or S3 claim)."""
     return STAGING_FILE_PATTERN.match(name) is not None
 
 

@@ -17,7 +17,9 @@ is confined to the storage's own layout (``ckptstore.layout``) for one job:
 
 In those directories, and nowhere else, a leftover is
 
-* ``metadata-staging``: a ``._metadata.<hex>.inprogress`` file;
+* ``metadata-staging``: a ``._metadata.<hex>.inprogress`` file, or on S3 a claim
+  ``_metadata.<hex>.inprogress`` of a finalization where the server ignores conditional
+  writes (``ckptstore.s3``), left by a coordinator that died while it published;
 * ``write-probe`` (S3): a conditional-write probe ``.ckptstore-probe.<32 hex>`` directly in
   the job's checkpoint directory (or the savepoint directory), left by a coordinator that
   died between creating and deleting it (``ckptstore.s3``);

@@ -3,8 +3,9 @@
 ``FsCheckpointMetadataOutputStream`` buffers the metadata in memory and publishes it at
 ``close_and_finalize_checkpoint()`` in one exclusive, atomic step
 (``filesystems.publish_exclusive``: temp file + ``os.link`` locally, one PutObject with
-``If-None-Match: *`` on S3; on S3 servers that ignore that condition a HEAD first, see
-``ckptstore.s3``, and a lost answer whose write committed is recognised by its bytes). So
+``If-None-Match: *`` on S3; on S3 servers that ignore that condition a refusal, or where the
+user allowed it claim-then-write, see ``ckptstore.s3``; a lost answer whose write committed is
+recognised by its bytes). So
 ``_metadata`` is never visible half-written (what Flink gets from its RecoverableWriter,
 MD2), ``close()`` without finalize leaves nothing (MD5), and an
 existing ``_metadata`` is never replaced: on directory file systems a second stream fails at
@@ -29,6 +30,7 @@ from typing import Any
 from ckptstore.api import StreamStateHandle
 from ckptstore.calls import public_call
 from ckptstore.errors import (
+    ConditionalWritesUnsupportedError,
     InvalidArgumentTypeError,
     MetadataExistsError,
     MissingArgumentError,
@@ -213,8 +215,8 @@ class FsCheckpointMetadataOutputStream:
             data = buffer.getvalue()
             try:
                 publish_exclusive(self._fs, self._target, data)
-            except MetadataExistsError:
-                raise
+            except (MetadataExistsError, ConditionalWritesUnsupportedError):
+                raise  # their own message says what happened
             except Exception as exc:
                 raise with_context(
                     exc,

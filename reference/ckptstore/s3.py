@@ -67,12 +67,22 @@ of a process that ran no setup. The answer is cached (:func:`conditional_write_m
 
 * :data:`CONDITIONAL_WRITES_HONOURED` (``"honoured"``): one conditional PutObject per
   ``_metadata``, nothing else;
-* :data:`CONDITIONAL_WRITES_IGNORED` (``"ignored: check-then-write"``): a weaker guarantee. One
-  HeadObject before the PutObject refuses with ``MetadataExistsError`` when ``_metadata``
-  exists. Between the HEAD and the PUT a second coordinator publishing the same checkpoint at
-  the same moment can still overwrite (Flink runs one coordinator per job, so this needs a
-  split brain); a warning is logged once per endpoint and bucket. A server that rejects the
-  header (501 NotImplemented) gets the same mode, and its PUT is sent without the header.
+* the server ignores the header (or rejects it: 501 NotImplemented), and a warning says so
+  once per endpoint and bucket. Then ``_metadata`` cannot be created exclusively, and a second
+  coordinator finalizing the same checkpoint could replace it while the first reports
+  success (on s3rver even mix two writers' bytes). So by default every finalization there is
+  refused with ``ConditionalWritesUnsupportedError`` (an ``OSError`` naming conditional writes
+  and the option below; nothing is written): :data:`CONDITIONAL_WRITES_REFUSED`;
+* with ``allow_unconditional_metadata=True`` in the storage options (the user accepts the
+  risk): :data:`CONDITIONAL_WRITES_CLAIMED`, claim-then-write (:func:`_publish_claimed`). A
+  PutObject of a claim ``_metadata.<32 hex>.inprogress``, one ListObjectsV2 of the keys that
+  begin with ``_metadata``'s key, the plain PutObject of ``_metadata`` only when that listing
+  shows neither ``_metadata`` nor another claim, and the claim's DeleteObject: four requests.
+  Of two finalizations the later listing sees the other's claim or, once it is gone, its
+  ``_metadata``, so at most one writes and a loser (``MetadataExistsError``) never touches
+  ``_metadata``. That holds where the server's listings show every object written before
+  them (AWS S3, s3rver); racing finalizations may all give way. A claim left by a crash is a
+  leftover (``ckptstore.leftovers``).
 
 Reads
 -----
@@ -97,8 +107,12 @@ Deletes
 :func:`delete_below` deletes everything below a directory by itself (not ``fs.rm``): it lists
 the open multipart uploads below the prefix (ListMultipartUploads) and aborts them, then sends
 one ListObjectsV2 and one DeleteObjects per 1000 keys. Empty or missing: two requests. A server
-without ListMultipartUploads (s3rver answers 501) is tolerated. Callers confine it to the
-layout (``ckptstore.layout``); it refuses a bucket's root.
+without ListMultipartUploads (s3rver answers 501) is tolerated, said once per endpoint in a
+warning. A key that begins or ends with whitespace is deleted with a DeleteObject of its own
+(an XML body may lose that whitespace: s3rver deletes another key then), and a DeleteObjects
+answered with an error is checked with the same listing again: keys that are gone count as
+deleted (s3rver answers 500 when its parallel deletes race on an emptied directory). Callers
+confine it to the layout (``ckptstore.layout``); it refuses a bucket's root.
 
 This module is imported by ``ckptstore.filesystems``; s3fs and botocore are imported lazily.
 """
@@ -112,6 +126,7 @@ import errno
 import functools
 import io
 import os
+import re
 import threading
 import time
 import uuid
@@ -120,15 +135,23 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ckptstore.calls import call_started
-from ckptstore.errors import DisposalRefusedError, MetadataExistsError
+from ckptstore.errors import (
+    ConditionalWritesUnsupportedError,
+    DisposalRefusedError,
+    MetadataExistsError,
+)
 from ckptstore.io_errors import causal_chain, endpoint_label, is_unreachable, size_mismatch
 from ckptstore.paths import StoragePath
 from ckptstore.redaction import get_logger, redact_text
 
 __all__ = [
+    "ALLOW_UNCONDITIONAL_METADATA",
+    "CLAIM_SUFFIX",
+    "CONDITIONAL_WRITES_CLAIMED",
     "CONDITIONAL_WRITES_HONOURED",
     "CONDITIONAL_WRITES_IGNORED",
     "CONDITIONAL_WRITES_NATIVE",
+    "CONDITIONAL_WRITES_REFUSED",
     "CONDITIONAL_WRITES_UNKNOWN",
     "DEFAULT_POLICY",
     "DEFAULT_RETRY_ATTEMPTS",
@@ -139,8 +162,10 @@ __all__ = [
     "ExclusiveUpload",
     "RetryPolicy",
     "abort_upload",
+    "allows_unconditional_metadata",
     "apply_retry_budget",
     "call_budget_left",
+    "claim_name",
     "conditional_write_mode",
     "delete_below",
     "error_code",
@@ -166,13 +191,24 @@ RETRY_SECONDS = "retry_seconds"
 DEFAULT_RETRY_ATTEMPTS = 3
 
 CONDITIONAL_WRITES_HONOURED = "honoured"
-CONDITIONAL_WRITES_IGNORED = "ignored: check-then-write"
+#: The probe's answer where the server ignores conditional writes (kept per endpoint and bucket).
+CONDITIONAL_WRITES_IGNORED = "ignored"
+#: Ignored, and the file system allows unconditional metadata: claim-then-write.
+CONDITIONAL_WRITES_CLAIMED = "ignored: claim-then-write"
+#: Ignored, and unconditional metadata is not allowed: every finalization is refused.
+CONDITIONAL_WRITES_REFUSED = "ignored: finalization refused"
 #: Not probed yet in this process (the coordinator's setup or the first publish will).
 CONDITIONAL_WRITES_UNKNOWN = "unknown: not probed yet"
 #: File systems whose exclusive create is native (local ``os.link``, memory under a lock).
 CONDITIONAL_WRITES_NATIVE = "honoured"
 #: The probe object's name: this prefix and 32 hex characters (``ckptstore.layout``).
 PROBE_PREFIX = ".ckptstore-probe."
+#: ``storage_options`` key: publish ``_metadata`` where the server ignores conditional
+#: writes (claim-then-write) instead of refusing (a bool, default False).
+ALLOW_UNCONDITIONAL_METADATA = "allow_unconditional_metadata"
+#: A claim is named ``_metadata.<32 hex>.inprogress`` (``ckptstore.layout``).
+CLAIM_SUFFIX = ".inprogress"
+_CLAIM_TAIL = re.compile(r"\.[0-9a-f]{32}" + re.escape(CLAIM_SUFFIX))
 
 _PAGE = 1000
 _STARTED = "ckptstore_started"
@@ -379,6 +415,7 @@ def instantiate(options: Mapping[str, Any]) -> Any:
     retries = kwargs.pop("retries", None)
     kwargs.pop(RETRY_ATTEMPTS, None)
     kwargs.pop(RETRY_SECONDS, None)
+    unconditional = bool(kwargs.pop(ALLOW_UNCONDITIONAL_METADATA, None))
     kwargs["skip_instance_cache"] = True
     from ckptstore.budgeted_s3 import BudgetedS3FileSystem
 
@@ -386,6 +423,7 @@ def instantiate(options: Mapping[str, Any]) -> Any:
     if retries is not None:
         fs.retries = max(1, int(retries))
     fs.ckptstore_policy = policy
+    fs.ckptstore_allow_unconditional_metadata = unconditional
     return fs
 
 
@@ -680,14 +718,26 @@ def _mode_key(fs: Any, path: StoragePath) -> tuple[str, str]:
     return endpoint_label(fs, path.scheme), bucket
 
 
+def allows_unconditional_metadata(fs: Any) -> bool:
+    """Whether ``fs`` was made with ``allow_unconditional_metadata`` (:func:`instantiate`)."""
+    return bool(getattr(fs, "ckptstore_allow_unconditional_metadata", False))
+
+
 def conditional_write_mode(fs: Any, path: StoragePath) -> str:
     """What this process knows about conditional writes at ``path``'s endpoint and bucket.
 
-    :data:`CONDITIONAL_WRITES_HONOURED`, :data:`CONDITIONAL_WRITES_IGNORED` or, before the
-    probe ran, :data:`CONDITIONAL_WRITES_UNKNOWN`. No I/O.
+    :data:`CONDITIONAL_WRITES_HONOURED`; where the server ignores them
+    :data:`CONDITIONAL_WRITES_CLAIMED` (``fs`` allows unconditional metadata) or
+    :data:`CONDITIONAL_WRITES_REFUSED`; before the probe ran
+    :data:`CONDITIONAL_WRITES_UNKNOWN`. No I/O.
     """
     with _MODES_LOCK:
-        return _MODES.get(_mode_key(fs, path), CONDITIONAL_WRITES_UNKNOWN)
+        mode = _MODES.get(_mode_key(fs, path), CONDITIONAL_WRITES_UNKNOWN)
+    if mode != CONDITIONAL_WRITES_IGNORED:
+        return mode
+    if allows_unconditional_metadata(fs):
+        return CONDITIONAL_WRITES_CLAIMED
+    return CONDITIONAL_WRITES_REFUSED
 
 
 def reset_conditional_write_modes() -> None:
@@ -708,27 +758,26 @@ def probe_conditional_writes(fs: Any, directory: StoragePath) -> str:
     key = _mode_key(fs, directory)
     with _MODES_LOCK:
         known = _MODES.get(key)
-        if known is not None:
-            return known
         lock = _MODE_LOCKS.setdefault(key, threading.Lock())
-    with lock:
-        with _MODES_LOCK:
-            known = _MODES.get(key)
-        if known is not None:
-            return known
-        mode = _probe(fs, directory)
-        with _MODES_LOCK:
-            _MODES[key] = mode
-    if mode != CONDITIONAL_WRITES_HONOURED:
-        _LOG.warning(
-            "The S3 server at %s (bucket %s) ignores conditional writes (If-None-Match: *). "
-            "_metadata is published check-then-write there: one HEAD before each PUT refuses "
-            "an existing _metadata, but two coordinators publishing the same checkpoint at "
-            "the same moment could still overwrite each other.",
-            key[0],
-            key[1],
-        )
-    return mode
+    if known is None:
+        with lock:
+            with _MODES_LOCK:
+                known = _MODES.get(key)
+            if known is None:
+                known = _probe(fs, directory)
+                with _MODES_LOCK:
+                    _MODES[key] = known
+                if known != CONDITIONAL_WRITES_HONOURED:
+                    _LOG.warning(
+                        "The S3 server at %s (bucket %s) ignores conditional writes "
+                        "(If-None-Match: *): _metadata cannot be created exclusively there. "
+                        "Finalizations are refused unless the storage options set %s=True "
+                        "(claim-then-write: a marker object and one listing per _metadata).",
+                        key[0],
+                        key[1],
+                        ALLOW_UNCONDITIONAL_METADATA,
+                    )
+    return conditional_write_mode(fs, directory)
 
 
 def _probe(fs: Any, directory: StoragePath) -> str:
@@ -754,13 +803,23 @@ def _probe(fs: Any, directory: StoragePath) -> str:
 
 
 def _delete_quietly(fs: Any, path: StoragePath) -> None:
+    """Delete the conditional-write probe ``path``; a failure is a warning."""
+    _delete_leftover(fs, path, "conditional-write probe")
+
+
+def _drop_claim(fs: Any, claim: StoragePath) -> None:
+    """Delete the claim ``claim`` of a finalization; a failure is a warning."""
+    _delete_leftover(fs, claim, "claim")
+
+
+def _delete_leftover(fs: Any, path: StoragePath, what: str) -> None:
     bucket, key = _bucket_key(fs, path)
     try:
         fs.call_s3("delete_object", Bucket=bucket, Key=key)
     except Exception as exc:
         _LOG.warning(
-            "Could not delete the conditional-write probe %s (%s); the leftover cleaner "
-            "removes it later.",
+            "Could not delete the %s %s (%s); the leftover cleaner removes it later.",
+            what,
             path.url,
             redact_text(f"{type(exc).__name__}: {exc}", limit=300),
         )
@@ -769,21 +828,41 @@ def _delete_quietly(fs: Any, path: StoragePath) -> None:
 def publish_metadata(fs: Any, path: StoragePath, data: bytes, probe_dir: StoragePath) -> None:
     """Publish ``_metadata`` on S3: once, never over another one (module docstring).
 
-    Honoured: one PutObject with ``If-None-Match: *``. Ignored: one HeadObject, then the
-    PutObject. On a failed precondition, or any failure after which the object may have been
-    written (an answer lost on every attempt), one GetObject decides: exactly ``data`` means
-    our own write committed (success), other bytes ``MetadataExistsError``; otherwise the
-    failure is raised.
+    Honoured: one PutObject with ``If-None-Match: *``. Ignored: refused with
+    ``ConditionalWritesUnsupportedError`` unless ``fs`` allows unconditional metadata, then
+    claim-then-write (:func:`_publish_claimed`). A lost answer is recognised by the stored
+    bytes (:func:`_put_metadata`).
     """
     mode = probe_conditional_writes(fs, probe_dir)
-    bucket, key = _bucket_key(fs, path)
-    request: dict[str, Any] = {"Bucket": bucket, "Key": key, "Body": data}
     if mode == CONDITIONAL_WRITES_HONOURED:
-        request["IfNoneMatch"] = "*"
-    elif head_object(fs, path) is not None:
-        raise MetadataExistsError(f"Target file {path.url} already exists.")
+        _put_metadata(fs, path, data, IfNoneMatch="*")
+    elif mode == CONDITIONAL_WRITES_CLAIMED:
+        _publish_claimed(fs, path, data)
+    else:
+        raise ConditionalWritesUnsupportedError(_refusal(fs, path))
+
+
+def _refusal(fs: Any, path: StoragePath) -> str:
+    """Why ``_metadata`` is not published where the server ignores conditional writes."""
+    endpoint, bucket = _mode_key(fs, path)
+    return (
+        f"Refused to publish {path.url}: the S3 server at {endpoint} (bucket {bucket}) ignores "
+        "conditional writes (If-None-Match: *), so _metadata cannot be created exclusively: "
+        "another coordinator finalizing this checkpoint could replace it unnoticed. Nothing "
+        "was written. Use a server with conditional writes, or accept the risk with the "
+        f"storage option {ALLOW_UNCONDITIONAL_METADATA}=True (claim-then-write: it needs "
+        "listings that show every earlier write, and racing finalizations may all fail)."
+    )
+
+
+def _put_metadata(fs: Any, path: StoragePath, data: bytes, **conditions: str) -> None:
+    """One PutObject of ``_metadata``. On a failed precondition, or any failure after which
+    the object may have been written (an answer lost on every attempt), one GetObject
+    decides: exactly ``data`` means our own write committed (success), other bytes
+    ``MetadataExistsError``; otherwise the failure is raised."""
+    bucket, key = _bucket_key(fs, path)
     try:
-        fs.call_s3("put_object", **request)
+        fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **conditions)
     except Exception as exc:
         if is_unreachable(exc):
             raise
@@ -797,6 +876,57 @@ def publish_metadata(fs: Any, path: StoragePath, data: bytes, probe_dir: Storage
         fs.invalidate_cache(path.path)
 
 
+def claim_name(metadata_name: str) -> str:
+    """A fresh claim object's name beside ``metadata_name``: ``<name>.<32 hex>.inprogress``."""
+    return f"{metadata_name}.{uuid.uuid4().hex}{CLAIM_SUFFIX}"
+
+
+def _publish_claimed(fs: Any, path: StoragePath, data: bytes) -> None:
+    """Claim-then-write, for servers that ignore conditional writes (the user opted in).
+
+    PutObject of a claim ``<_metadata>.<32 hex>.inprogress``; one ListObjectsV2 of the keys
+    that begin with ``_metadata``'s own key; the unconditional PutObject of ``_metadata`` only
+    when the listing shows neither ``_metadata`` nor another claim; DeleteObject of the claim
+    (four requests). Of two finalizations, the later listing shows the earlier one's claim
+    or, once that claim is gone, its ``_metadata``: at most one writes, and a loser never
+    touches ``_metadata``. Racing finalizations may all give way.
+    """
+    claim = path.parent.child(claim_name(path.name))
+    bucket, key = _bucket_key(fs, path)
+    _, claim_key = _bucket_key(fs, claim)
+    fs.call_s3("put_object", Bucket=bucket, Key=claim_key, Body=b"")
+    try:
+        rivals = _rivals(fs, bucket, key, claim_key)
+        if key in rivals:
+            raise MetadataExistsError(f"Target file {path.url} already exists.")
+        if rivals:
+            raise MetadataExistsError(
+                f"Target file {path.url} is being published by another finalization of this "
+                f"checkpoint ({len(rivals)} other claim(s) in its directory); this one gave "
+                "way and wrote nothing (the server ignores conditional writes)."
+            )
+        _put_metadata(fs, path, data)
+    finally:
+        _drop_claim(fs, claim)
+
+
+def _rivals(fs: Any, bucket: str, key: str, own_claim: str) -> set[str]:
+    """``key`` (``_metadata``) if it exists and the claims beside it other than ``own_claim``
+    (one ListObjectsV2 of the keys that begin with ``key``); a listing of more than one page
+    counts as a rival (more than a thousand claims: nothing sane is racing there)."""
+    page = fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=key, MaxKeys=_PAGE)
+    listed = {str(item["Key"]) for item in page.get("Contents") or ()}
+    rivals = {k for k in listed if k == key or _is_claim_of(k, key)} - {own_claim}
+    if page.get("IsTruncated"):
+        rivals.add(f"{key}.<more claims>{CLAIM_SUFFIX}")
+    return rivals
+
+
+def _is_claim_of(candidate: str, key: str) -> bool:
+    suffix = candidate[len(key) :]
+    return candidate.startswith(key) and _CLAIM_TAIL.fullmatch(suffix) is not None
+
+
 def _stored_bytes_equal(fs: Any, path: StoragePath, data: bytes) -> bool:
     try:
         stored = fs.cat_file(path.path, max_concurrency=1)  # one GET, no HEAD for the size
@@ -806,6 +936,10 @@ def _stored_bytes_equal(fs: Any, path: StoragePath, data: bytes) -> bool:
 
 
 # --------------------------------------------------------------------------- deletes
+
+#: endpoints already warned about a missing ListMultipartUploads (once per endpoint)
+_WARNED_NO_UPLOAD_LISTING: set[str] = set()
+_WARNED_LOCK = threading.Lock()
 
 
 def _prefix(fs: Any, directory: StoragePath) -> tuple[str, str]:
@@ -822,7 +956,8 @@ def _prefix(fs: Any, directory: StoragePath) -> tuple[str, str]:
 def list_open_uploads(fs: Any, directory: StoragePath) -> list[dict[str, Any]] | None:
     """The open multipart uploads below ``directory`` (ListMultipartUploads, per 1000).
 
-    ``None`` when the server does not implement the listing (s3rver: 501).
+    ``None`` when the server does not implement the listing (s3rver: 501), said once per
+    endpoint in a warning.
     """
     bucket, prefix = _prefix(fs, directory)
     uploads: list[dict[str, Any]] = []
@@ -838,10 +973,7 @@ def list_open_uploads(fs: Any, directory: StoragePath) -> list[dict[str, Any]] |
             )
         except Exception as exc:
             if _not_implemented(exc) or error_code(exc) in ("MethodNotAllowed", "405"):
-                _LOG.debug(
-                    "ListMultipartUploads is not implemented at %s",
-                    endpoint_label(fs, directory.scheme),
-                )
+                _warn_no_upload_listing(endpoint_label(fs, directory.scheme))
                 return None
             raise
         uploads.extend(dict(item) for item in page.get("Uploads") or ())
@@ -856,6 +988,19 @@ def list_open_uploads(fs: Any, directory: StoragePath) -> list[dict[str, Any]] |
             markers["UploadIdMarker"] = upload_marker
 
 
+def _warn_no_upload_listing(endpoint: str) -> None:
+    with _WARNED_LOCK:
+        if endpoint in _WARNED_NO_UPLOAD_LISTING:
+            return
+        _WARNED_NO_UPLOAD_LISTING.add(endpoint)
+    _LOG.warning(
+        "The S3 server at %s does not implement ListMultipartUploads: disposals and the "
+        "leftover cleaner delete every object but cannot find open multipart uploads to abort "
+        "(a bucket lifecycle rule AbortIncompleteMultipartUpload removes them).",
+        endpoint,
+    )
+
+
 def abort_upload(fs: Any, bucket: str, key: str, upload_id: str) -> None:
     """AbortMultipartUpload; one that is gone already (NoSuchUpload) is fine."""
     with contextlib.suppress(FileNotFoundError):  # s3fs translates NoSuchUpload
@@ -866,7 +1011,9 @@ def delete_below(fs: Any, directory: StoragePath) -> None:
     """Delete every object below ``directory`` and abort its open multipart uploads.
 
     Requests: ListMultipartUploads (+ one AbortMultipartUpload per open upload), then one
-    ListObjectsV2 and one DeleteObjects per 1000 keys. Objects the server reports as not
+    ListObjectsV2 and one DeleteObjects per 1000 keys; a key that begins or ends with
+    whitespace goes in a DeleteObject of its own (:func:`_xml_safe`). A DeleteObjects that
+    fails is checked with the same listing again (:func:`_delete_page`). Objects not
     deleted raise ``CheckpointIOError`` naming the first one.
     """
     bucket, prefix = _prefix(fs, directory)
@@ -881,11 +1028,47 @@ def delete_below(fs: Any, directory: StoragePath) -> None:
         listed = (str(item["Key"]) for item in page.get("Contents") or ())
         keys = [key for key in listed if key.startswith(prefix)]  # what S3 lists, no more
         if keys:
-            _delete_keys(fs, bucket, keys)
+            _delete_page(fs, request, keys)
         token = page.get("NextContinuationToken")
         if not page.get("IsTruncated") or not token:
             break
     fs.invalidate_cache(directory.path)
+
+
+def _xml_safe(key: str) -> bool:
+    """Whether ``key`` survives a DeleteObjects body: XML parsers may trim the whitespace that
+    begins or ends an element's text (s3rver 3.7 does, and then deletes another key)."""
+    return key == key.strip(" \t\r\n")
+
+
+def _delete_page(fs: Any, listing: dict[str, Any], keys: list[str]) -> None:
+    """Delete ``keys`` (one page of ``listing``): one DeleteObjects for those whose names
+    survive XML, one DeleteObject for each other. A DeleteObjects answered with an error may
+    have deleted its keys anyway (s3rver answers 500 when its parallel deletes race on the
+    emptied directory): the same listing again decides, and only keys still listed fail."""
+    bucket = str(listing["Bucket"])
+    batch = [key for key in keys if _xml_safe(key)]
+    for key in keys:
+        if not _xml_safe(key):
+            fs.call_s3("delete_object", Bucket=bucket, Key=key)
+    if not batch:
+        return
+    try:
+        _delete_keys(fs, bucket, batch)
+    except _KeysNotDeletedError:
+        raise  # the server said which keys it kept
+    except Exception as exc:
+        if is_unreachable(exc):
+            raise
+        again = fs.call_s3("list_objects_v2", **listing)
+        left = {str(item["Key"]) for item in again.get("Contents") or ()} & set(batch)
+        if left:
+            raise
+        _LOG.info("DeleteObjects failed (%s), but none of its keys is left", type(exc).__name__)
+
+
+class _KeysNotDeletedError(OSError):
+    """The server answered a DeleteObjects with an ``<Error>`` for some of its keys."""
 
 
 def _delete_keys(fs: Any, bucket: str, keys: list[str]) -> None:
@@ -897,7 +1080,7 @@ def _delete_keys(fs: Any, bucket: str, keys: list[str]) -> None:
     errors = [e for e in answer.get("Errors") or () if e.get("Code") != "NoSuchKey"]
     if errors:
         first = errors[0]
-        raise OSError(
+        raise _KeysNotDeletedError(
             errno.EIO,
             f"{len(errors)} of {len(keys)} objects were not deleted; the first: "
             f"{first.get('Key')}: {first.get('Code')} {first.get('Message')}",

@@ -513,8 +513,9 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
     ``retry_seconds`` (seconds per public call, more than 0), ``retries`` (s3fs's own retry
     loop), and in ``config_kwargs`` botocore's ``connect_timeout``, ``read_timeout`` and
     ``retries['max_attempts']``. An ``endpoint_url`` (also in
-    ``client_kwargs``) must be an ``http``/``https`` URL with a host. Violations raise
-    ``ConfigurationError`` at construction, instead of a client error at the first request.
+    ``client_kwargs``) must be an ``http``/``https`` URL with a host, and
+    ``allow_unconditional_metadata`` a bool. Violations raise ``ConfigurationError`` at
+    construction, instead of a client error at the first request.
     """
     if value is None:
         return {}
@@ -526,7 +527,27 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
     options = dict(value)
     _check_retry_budget(options, setting)
     _check_client_options(options, setting)
+    _check_flags(options, setting)
     return options
+
+
+#: The reference's own boolean ``storage_options`` keys (``ckptstore.s3``).
+_FLAG_OPTIONS = ("allow_unconditional_metadata",)
+
+
+def _check_flags(options: Mapping[str, Any], setting: str) -> None:
+    """The reference's boolean keys: ``True``, ``False`` or ``None`` (unset), nothing else."""
+    for name in _FLAG_OPTIONS:
+        value = options.get(name)
+        if value is not None and not isinstance(value, bool):
+            shown = f"{setting}['{name}']"
+            raise _fail(
+                ConfigurationError,
+                f"{shown} must be True or False, got {describe(value)}",
+                setting,
+                value,
+                "True or False",
+            )
 
 
 def _check_retry_budget(options: Mapping[str, Any], setting: str) -> None:

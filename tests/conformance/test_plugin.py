@@ -591,3 +591,72 @@ def test_option_markers_and_declarations_are_checked(tmp_path):
     run = run_pytest(tmp_path, f"--impl={module}", "--backend=local", "--co")
     assert run.returncode == 4, run
     assert "'options' names unknown option keys ['bogus']; known: storage_options" in run.output
+
+
+DYING_BACKEND = dedent(
+    '''
+    from ckptconform.backends.local import LocalBackend
+
+    class DyingBackend(LocalBackend):
+        """A local leg whose "server" says it died (as s3rver's process can)."""
+
+        name = "dying"
+        problem = "its process exited with code 1 (on purpose)"
+
+        def server_problem(self):
+            return self.problem
+
+    class HealthyBackend(DyingBackend):
+        name = "healthy"
+        problem = None
+    '''
+)
+
+AFTER_A_FAILURE = dedent(
+    f'''
+    import pytest
+
+    @pytest.mark.clause("{MUST2}")
+    def test_a_fails(backend):
+        assert False, "boom on purpose"
+
+    @pytest.mark.clause("{MUST}")
+    def test_b_after(backend):
+        pass
+
+    @pytest.mark.clause("{MUST}")
+    def test_c_after(backend):
+        pass
+    '''
+)
+
+
+@pytest.mark.parametrize("backend", ["DyingBackend", "HealthyBackend"])
+def test_a_server_that_stopped_answering_skips_its_legs_rest(tmp_path, backend):
+    """After a failed test the plugin asks the leg's backend whether its server still
+    answers: where it names a problem, the leg's later tests are skipped with one message
+    saying so (printed once at the end, and the run fails by the failed test); where it does
+    not, they run."""
+    (tmp_path / "dying_backend.py").write_text(DYING_BACKEND)
+    (tmp_path / "test_after.py").write_text(AFTER_A_FAILURE)
+    write_target(tmp_path)
+    run, report = _run(
+        tmp_path, "--impl=fake_target", f"--backend=dying_backend:{backend}", "test_after.py"
+    )
+    assert run.returncode == 1, run
+    statuses = {
+        t["nodeid"].split("::", 1)[1].split("[", 1)[0]: t["status"] for t in report["tests"]
+    }
+    if backend == "HealthyBackend":
+        assert statuses == {"test_a_fails": "FAIL", "test_b_after": "PASS", "test_c_after": "PASS"}
+        assert "stopped answering" not in run.output, run
+        return
+    assert statuses == {"test_a_fails": "FAIL", "test_b_after": "SKIP", "test_c_after": "SKIP"}
+    message = (
+        "ckptconform: the server of the dying leg stopped answering (its process exited with "
+        "code 1 (on purpose)); seen after test_after.py::test_a_fails[dying] failed: the leg's "
+        "later tests are not run"
+    )
+    skipped = [t["message"] for t in report["tests"] if t["status"] == "SKIP"]
+    assert skipped == [message, message], report["tests"]
+    assert run.output.count("stopped answering") == 1, run

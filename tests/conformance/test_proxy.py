@@ -500,3 +500,83 @@ def test_a_route_that_ignores_conditional_writes(fs, proxy):
     with proxy.ledger.ignoring_conditional_writes():
         fs.call_s3("put_object", **put)
     assert fs.cat_file(key) == b"second"
+
+
+def test_keys_past_the_limit_are_answered_by_the_proxy(moto_url):
+    """With max_key_bytes the proxy answers a request for a longer key as S3 does (400
+    KeyTooLongError, the body read) and never passes it on; shorter keys go through."""
+    with CountingProxy(moto_url, max_key_bytes=64) as guarded:
+        client = _client(guarded.url)
+        if not client.exists(BUCKET):
+            client.mkdir(BUCKET)
+        short, long = f"{BUCKET}/guard/{'s' * 40}", f"{BUCKET}/guard/{'l' * 80}"
+        client.pipe(short, b"short")
+        with guarded.ledger.record() as rec:
+            for call in (
+                lambda: client.pipe(long, b"x" * 3000),
+                lambda: client.call_s3("head_object", Bucket=BUCKET, Key=long.split("/", 1)[1]),
+                lambda: client.cat_file(long),
+            ):
+                with pytest.raises(OSError):
+                    call()
+        named = [r for r in rec.requests if r.key == long.split("/", 1)[1]]
+        assert named, rec.summary()
+        assert {r.status for r in named} == {400}, rec.summary()
+        assert client.cat_file(short) == b"short"
+    assert _client(moto_url).find(f"{BUCKET}/guard/") == [short]
+
+
+def test_s3_backend_learns_whether_the_server_honours_conditional_writes(moto_url, aws_env):
+    """The s3 leg probes its server at start (raw requests): moto honours If-None-Match; the
+    same server behind a route that removes it does not."""
+    honouring = S3EndpointBackend(BackendSettings(s3_endpoint=moto_url, s3_bucket="probed"))
+    honouring.start()
+    try:
+        assert honouring.conditional_writes is True
+    finally:
+        honouring.stop()
+    with CountingProxy(moto_url) as route, route.ledger.ignoring_conditional_writes():
+        ignoring = S3EndpointBackend(BackendSettings(s3_endpoint=route.url, s3_bucket="probed"))
+        ignoring.start()
+        try:
+            assert ignoring.conditional_writes is False
+        finally:
+            ignoring.stop()
+
+
+def test_a_second_route_passes_the_backends_own_ledger(moto_url, aws_env):
+    """open_route forwards to the backend's counting proxy: a request through the route is
+    counted by the route's ledger and by the backend's, as at a server with its own ledger."""
+    backend = S3EndpointBackend(BackendSettings(s3_endpoint=moto_url, s3_bucket="routes"))
+    backend.start()
+    try:
+        assert backend.ledger is not None
+        with (
+            backend.open_route() as route,
+            backend.ledger.record() as at_server,
+            route.ledger.record() as on_route,
+        ):
+            _client(route.url).pipe("routes/a", b"a")
+        assert on_route.operations() == {"PutObject": 1}, on_route.summary()
+        assert at_server.operations() == {"PutObject": 1}, at_server.summary()
+    finally:
+        backend.stop()
+
+
+def test_a_server_that_stopped_answering_is_named(moto_url, aws_env):
+    """server_problem(): None while the server answers; once it refuses connections (three
+    times), a message naming the leg and the refusal."""
+    server = CountingProxy(moto_url)  # the "server" the leg is given, stopped below
+    url = server.start()
+    backend = S3EndpointBackend(BackendSettings(s3_endpoint=url, s3_bucket="stopping"))
+    backend.start()
+    try:
+        assert backend.server_problem() is None
+        server.stop()
+        problem = backend.server_problem()
+        assert problem is not None
+        assert problem.startswith("the s3 server no longer accepts connections: cannot connect")
+        assert f"127.0.0.1:{urlsplit(url).port}" in problem
+    finally:
+        backend.stop()
+        server.stop()

@@ -234,8 +234,15 @@ def test_reference_targets_declare_their_options():
         "create_subdir",
         "retry_attempts",
         "retry_seconds",
+        "allow_unconditional_metadata",
     }
-    assert jm.options == {"storage_options", "max_state_size", "retry_attempts", "retry_seconds"}
+    assert jm.options == {
+        "storage_options",
+        "max_state_size",
+        "retry_attempts",
+        "retry_seconds",
+        "allow_unconditional_metadata",
+    }
     for target in (fs, jm):
         for capability in target.capabilities:
             assert set(options_of_capability(capability)) <= target.options

@@ -42,9 +42,10 @@ def _local(url: str) -> Path:
 
 
 def test_dis2_dispose_is_not_recursive(flink_storage):
-    """Flink bug FLINK-38909 (DIS-2): disposeStorageLocation deletes the checkpoint directory
-    non-recursively, so a directory with _metadata in it stays; in Flink's own order (state and
-    metadata handles first, MD6) disposal works, which is how DIS-3, DIS-4 and TOW-3 dispose."""
+    """Flink bug FLINK-38909 (DIS-2, SPK-3): disposeStorageLocation deletes the checkpoint
+    directory non-recursively, so a directory with _metadata in it stays (as a subsumed
+    checkpoint does on the Spark leg, SPK-3); in Flink's own order (state and metadata handles
+    first, MD6) disposal works, which is how DIS-3, DIS-4 and TOW-3 dispose."""
     location = _job(flink_storage).initialize_location_for_checkpoint(1)
     completed = _finalize(location)
     with pytest.raises(OSError, match="is not empty"):

@@ -275,3 +275,28 @@ def test_retry_budget_options_become_storage_options(target: ReferenceTarget) ->
     for bad in ({"retry_attempts": 0}, {"retry_seconds": 0}, {"retry_attempts": "3"}):
         with pytest.raises(ConfigurationError, match="retry_"):
             target.make_storage(checkpoint_dir="s3://bucket/ckpt", savepoint_dir=None, options=bad)
+
+
+@pytest.mark.parametrize("target", [conformance_target, jobmanager_target])
+def test_unconditional_metadata_becomes_a_storage_option(target: ReferenceTarget) -> None:
+    """MD-13: the suite's allow_unconditional_metadata goes into storage_options (False too,
+    which is the default), and anything but a bool is refused at construction."""
+    for value in (True, False):
+        storage: Any = target.make_storage(
+            checkpoint_dir="s3://bucket/ckpt",
+            savepoint_dir=None,
+            options={
+                "allow_unconditional_metadata": value,
+                "storage_options": {"endpoint_url": "http://127.0.0.1:9"},
+            },
+        )
+        assert storage._storage_options == {
+            "endpoint_url": "http://127.0.0.1:9",
+            "allow_unconditional_metadata": value,
+        }
+    with pytest.raises(ConfigurationError, match="allow_unconditional_metadata"):
+        target.make_storage(
+            checkpoint_dir="s3://bucket/ckpt",
+            savepoint_dir=None,
+            options={"allow_unconditional_metadata": "true"},
+        )

@@ -209,6 +209,8 @@ def test_storage_options_are_checked(fsroot: FsRoot) -> None:
         {"endpoint_url": 9000},
         {"endpoint_url": "http://host:notaport"},
         {"client_kwargs": {"endpoint_url": "localhost:9000"}},
+        {"allow_unconditional_metadata": "yes"},
+        {"allow_unconditional_metadata": 1},
     ]
     for options in bad:
         for make in (
@@ -222,6 +224,7 @@ def test_storage_options_are_checked(fsroot: FsRoot) -> None:
         "endpoint_url": "http://127.0.0.1:9",
         "retries": 3,
         "config_kwargs": {"connect_timeout": 0.5, "retries": {"max_attempts": 0}},
+        "allow_unconditional_metadata": True,
     }
     assert require_storage_options(good) == good
 

@@ -17,7 +17,17 @@ name registered in the entry-point group ``ckptconform.backends``): subclass ``B
   open, as on a POSIX file system: STR-11 runs), ``has_ledger`` (``self.ledger`` is a
   ``ckptconform.ledger.RequestLedger`` once
   started: request-counting clauses run), ``accepts_any_credentials`` (tests may sign with
-  made-up keys);
+  made-up keys), ``conditional_writes`` (``False`` where the server ignores conditional
+  writes, If-None-Match: the suite then passes the option ``allow_unconditional_metadata``
+  to every test and skips the racing parts of MD-3 and MD-11 with that reason; ``None``
+  until a backend that finds out at start has started) and ``max_key_bytes`` (the longest
+  object key the server holds, where the suite knows one: the backend's counting proxy
+  answers longer keys as S3 does, ``400 KeyTooLongError``, so a server that would crash on
+  them never sees them);
+- offer ``server_problem()`` where the server can die or stop answering under the suite (a
+  process of its own, a remote endpoint): after a failed test the plugin asks it, and when it
+  names a problem the leg's later tests are skipped with that one message (printed once at
+  the end of the run) instead of each failing on a server that is gone;
 - implement ``_start`` (set ``self._fs``, the raw fsspec file system the suite inspects with,
   and anything ``base_url`` needs), ``_stop`` (stop and delete what ``_start`` made) and
   ``base_url``; override ``storage_options`` when implementations need options to reach the
@@ -97,6 +107,11 @@ class Backend:
     has_ledger: ClassVar[bool] = False
     #: True when the server accepts any credentials (moto): tests may sign with made-up keys.
     accepts_any_credentials: ClassVar[bool] = False
+    #: False when the server ignores conditional writes (If-None-Match), so that no file can
+    #: be created exclusively there; None until a backend that finds out at start has started.
+    conditional_writes: bool | None = True
+    #: The longest object key, in UTF-8 bytes, the server holds (None: no limit the suite knows).
+    max_key_bytes: ClassVar[int | None] = None
 
     def __init__(self, settings: BackendSettings | None = None) -> None:
         self.settings = settings or BackendSettings()
@@ -143,6 +158,11 @@ class Backend:
     @property
     def started(self) -> bool:
         return self._started
+
+    def server_problem(self) -> str | None:
+        """Why the started backend's server no longer answers (its process exited, it refuses
+        connections), or ``None``: asked after a failed test, so it may take a few seconds."""
+        return None
 
     def _safe_stop(self) -> None:
         # A failing stop must not hide the run's result.

@@ -50,6 +50,8 @@ class MotoBackend(S3Backend):
     name = "moto"
     has_ledger = True
     accepts_any_credentials = True
+    #: moto refuses a second If-None-Match create (AtomicConditionalWrites makes it atomic).
+    conditional_writes = True
 
     _server: Any = None
     _thread: threading.Thread | None = None

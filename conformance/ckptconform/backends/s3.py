@@ -18,6 +18,14 @@ suite. When the server refuses requests through the proxy (servers that route on
 header, such as AWS S3 itself: see ``ckptconform.proxy``) while a direct bucket check works, the
 leg runs directly against the server without a ledger, with a warning; counting clauses skip.
 
+At start the backend also finds out, with raw requests, whether the server honours
+conditional writes (``conditional_writes``: a probe object created twice with
+``If-None-Match: *``); where it does not, the suite opts every storage in to finalizing there
+(``allow_unconditional_metadata``) and skips what needs exclusive creates (MD-13). A second
+route (``open_route``) forwards to the backend's own counting proxy, so the backend's ledger
+counts what reaches the server by any route. After a failed test ``server_problem()`` tells
+whether the server behind the proxy still accepts connections.
+
 The suite never hangs on a server that does not answer: the raw client has a connect timeout
 and a small retry budget (``RAW_CLIENT_LIMITS``), and ``--s3-endpoint`` is probed with one TCP
 connect before the run (``availability``), so an endpoint that cannot be reached is a skip with
@@ -30,6 +38,7 @@ import contextlib
 import os
 import re
 import socket
+import time
 import warnings
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -44,6 +53,7 @@ __all__ = [
     "S3Backend",
     "S3EndpointBackend",
     "endpoint_unreachable",
+    "s3_error_code",
     "s3_missing_packages",
 ]
 
@@ -103,6 +113,18 @@ def abort_open_uploads(raw: Any, bucket: str, prefix: str | None = None) -> list
     return sorted(upload["Key"] for upload in uploads)
 
 
+def s3_error_code(exc: BaseException) -> str | None:
+    """The S3 error code of the botocore error behind ``exc`` (s3fs raises its own error from
+    it), if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        error = getattr(seen, "response", {}).get("Error", {}) if hasattr(seen, "response") else {}
+        if error.get("Code"):
+            return str(error["Code"])
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 class S3Backend(Backend):
     """Common code of the S3 legs: options, raw s3fs, bucket creation."""
 
@@ -125,6 +147,8 @@ class S3Backend(Backend):
     _proxy: Any = None
     #: True when the backend puts a ``CountingProxy`` in front of its server.
     ledger_via_proxy: ClassVar[bool] = False
+    #: Found out at start (:meth:`_probe_conditional_writes`) unless a subclass knows it.
+    conditional_writes: bool | None = None
 
     @property
     def storage_options(self) -> dict[str, Any]:
@@ -176,7 +200,7 @@ class S3Backend(Backend):
 
         self.upstream = upstream
         self.proxy_problem = None
-        self._proxy = CountingProxy(upstream)
+        self._proxy = CountingProxy(upstream, max_key_bytes=self.max_key_bytes)
         self.endpoint = self._proxy.start()
         self.ledger = self._proxy.ledger
         try:
@@ -190,18 +214,56 @@ class S3Backend(Backend):
                 "running without a request ledger"
             )
             warnings.warn(f"ckptconform: {self.name}: {self.proxy_problem}", stacklevel=2)
+        self._probe_conditional_writes()
+
+    def _probe_conditional_writes(self) -> None:
+        """Find out whether the server honours ``If-None-Match: *`` (raw requests, left out of
+        counts): a probe object created twice with it, the second refused where it holds."""
+        if self.conditional_writes is not None:
+            return
+        key = f"{self.bucket}/.ckptconform-probe-{random_name(16)}"
+        bucket, name, _ = self._fs.split_path(key)
+        put = {"Bucket": bucket, "Key": name, "Body": b"", "IfNoneMatch": "*"}
+        try:
+            self._fs.call_s3("put_object", **put)
+            try:
+                self._fs.call_s3("put_object", **put)
+                self.conditional_writes = False
+            except OSError as exc:
+                refused = s3_error_code(exc) in ("PreconditionFailed", "412")
+                self.conditional_writes = True if refused else None
+        except OSError as exc:
+            self.conditional_writes = False if s3_error_code(exc) == "NotImplemented" else None
+        finally:
+            with contextlib.suppress(Exception):
+                self._fs.call_s3("delete_object", Bucket=bucket, Key=name)
+
+    def server_problem(self) -> str | None:
+        """The server behind the counting proxy refuses connections, three times in a row."""
+        server = self.upstream
+        if server is None or not self.started:
+            return None
+        for attempt in range(3):
+            why = endpoint_unreachable(server, timeout=2.0)
+            if why is None:
+                return None
+            if attempt < 2:
+                time.sleep(0.5)
+        return f"the {self.name} server no longer accepts connections: {why}"
 
     @contextlib.contextmanager
     def open_route(self) -> Iterator[Any]:
         """A second way to the same server: a counting proxy with its own ledger, for one test.
 
         Yields the started ``CountingProxy`` (``.url`` for ``endpoint_url``, ``.ledger`` to see
-        which requests took this route); it is stopped when the block ends.
+        which requests took this route); it is stopped when the block ends. It forwards to the
+        backend's own endpoint (its counting proxy, where it has one), so the backend's ledger
+        counts what reaches the server by any route, as moto's in-server ledger does.
         """
         from ckptconform.proxy import CountingProxy
 
         self.start()
-        server = self.upstream or self.endpoint
+        server = self.endpoint
         assert server is not None  # set by _start
         proxy = CountingProxy(server)
         proxy.start()

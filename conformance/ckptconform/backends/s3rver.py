@@ -7,8 +7,20 @@ with npm into a cache directory (``$CKPTCONFORM_CACHE`` or ``~/.cache/ckptconfor
 prints its port and is up in well under a second. Without Node.js and npm the leg is skipped
 with that reason.
 
-Known difference, on purpose: s3rver 3.7 ignores conditional writes (``If-None-Match: *``), so a
-storage that relies on them to never overwrite ``_metadata`` must find that out (MD-3).
+Known limits of s3rver 3.7, declared so that the suite knows them:
+
+* it ignores conditional writes (``If-None-Match: *``): ``conditional_writes`` is False, so the
+  suite passes ``allow_unconditional_metadata`` to every test, skips the racing parts of MD-3
+  and MD-11 (no storage can create ``_metadata`` exclusively there) and checks MD-13 instead;
+* it keeps each object as a file named by its key below its data directory, and a key past
+  the file system's limits (PATH_MAX) crashes the whole server (an unhandled ENAMETOOLONG):
+  ``max_key_bytes`` is S3's own limit of 1024 bytes, and the counting proxy answers longer keys
+  as S3 does (400 KeyTooLongError) without passing them on;
+* it does not implement ListMultipartUploads (501): the suite's own clean-up of open uploads
+  warns once that it cannot find them there.
+
+Should the server die anyway, ``server_problem()`` says so (its exit code and last output) and
+the plugin skips the leg's later tests with that message.
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,6 +43,9 @@ __all__ = ["S3RVER_VERSION", "S3rverBackend", "cache_dir"]
 S3RVER_VERSION = "3.7.1"
 _LISTENING = re.compile(r"S3rver listening on ([0-9.]+):(\d+)")
 _STARTUP_SECONDS = 30.0
+#: How many of s3rver's last output lines ``server_problem`` keeps, and of what width.
+_TAIL_LINES = 12
+_TAIL_WIDTH = 300
 
 
 def cache_dir() -> Path:
@@ -48,10 +64,16 @@ class S3rverBackend(S3Backend):
     ledger_via_proxy = True
     #: s3rver checks signatures against its one built-in key pair.
     accepts_any_credentials = False
+    #: s3rver 3.7 ignores If-None-Match.
+    conditional_writes = False
+    #: S3's limit; s3rver itself crashes on keys its file system cannot hold.
+    max_key_bytes: ClassVar[int | None] = 1024
     planned_endpoint: ClassVar[str] = "s3rver on 127.0.0.1, free port, started on first use"
 
     _process: subprocess.Popen[str] | None = None
     _data: tempfile.TemporaryDirectory[str] | None = None
+    #: the last lines s3rver printed (for ``server_problem``)
+    _output: deque[str] | None = None
 
     def availability(self) -> str | None:
         missing = s3_missing_packages()
@@ -104,9 +126,12 @@ class S3rverBackend(S3Backend):
         found: dict[str, str] = {}
         ready = threading.Event()
         seen: list[str] = []
+        tail: deque[str] = deque(maxlen=_TAIL_LINES)
+        self._output = tail
 
         def pump(stream: Any) -> None:
             for line in stream:
+                tail.append(line.rstrip()[:_TAIL_WIDTH])
                 if not ready.is_set():
                     seen.append(line.rstrip())
                     match = _LISTENING.search(line)
@@ -122,6 +147,15 @@ class S3rverBackend(S3Backend):
                 "s3rver did not start: " + " | ".join(seen[-5:] or ["no output"])
             )
         return found["url"]
+
+    def server_problem(self) -> str | None:
+        """s3rver's process has exited (with its exit code and last output), or its port
+        refuses connections."""
+        process = self._process
+        if process is not None and process.poll() is not None:
+            last = " | ".join(line for line in (self._output or ()) if line.strip())
+            return f"s3rver exited with code {process.returncode}; its last output: {last[-600:]}"
+        return super().server_problem()
 
     def _stop(self) -> None:
         self._stop_proxy()

@@ -32,6 +32,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ckptconform.backends.base import random_name
+from ckptconform.sandbox import UNCONDITIONAL_METADATA
 from ckptconform.suite._bad_inputs import (
     BAD_SAVEPOINT_TARGETS,
     ESCAPES,
@@ -79,8 +80,8 @@ from ckptconform.suite._driver import (
     read_handle,
     require,
     same_location,
-    second_route,
     tagged,
+    unconditional_route,
     within,
     write_state,
 )
@@ -1039,12 +1040,16 @@ def _finalize_where_conditional_writes_are_ignored(
     """A checkpoint finalized through a second route to the server, one that the storage has
     not used yet, which ignores conditional writes (what MD-3 asks a storage to notice)."""
     with (
-        second_route(backend) as route,
-        route.ledger.ignoring_conditional_writes(),
+        unconditional_route(backend) as route,
         tagged("BAD-8", "finalize where conditional writes are ignored"),
     ):
         routed = {**storage_options, "endpoint_url": route.url}
-        drv = JobDriver(sandbox, storage_options=routed, **file_options(target))
+        drv = JobDriver(
+            sandbox,
+            storage_options=routed,
+            **file_options(target),
+            **{UNCONDITIONAL_METADATA: True},
+        )
         drv.init_base()
         drv.finalize(drv.location(2), b"metadata where conditional writes are ignored")
 

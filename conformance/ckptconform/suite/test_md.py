@@ -11,10 +11,12 @@ import contextlib
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from ckptconform.sandbox import UNCONDITIONAL_METADATA
 from ckptconform.suite._driver import (
     EXCLUSIVE,
     JobDriver,
@@ -30,9 +32,12 @@ from ckptconform.suite._driver import (
     payload,
     read_handle,
     require,
+    require_conditional_writes,
     routed_options,
     second_route,
     tagged,
+    unconditional_options,
+    unconditional_route,
     under_file_size_limit,
     write_chunks,
 )
@@ -188,9 +193,10 @@ def test_no_second_metadata_from_a_stream_made_before(sandbox, target, how):
 @pytest.mark.parametrize("how", ["same-location", "new-location"])
 def test_no_second_metadata_where_conditional_writes_are_ignored(sandbox, target, backend, how):
     """MD-3: on a server that ignores conditional writes (a second route to the backend whose
-    ledger removes If-None-Match) a second metadata stream still fails; the first stays."""
-    with second_route(backend) as route, route.ledger.ignoring_conditional_writes():
-        drv = JobDriver(sandbox, **routed_options(backend, route), **file_options(target))
+    ledger removes If-None-Match; with allow_unconditional_metadata) a second metadata stream
+    still fails; the first stays."""
+    with unconditional_route(backend) as route:
+        drv = JobDriver(sandbox, **unconditional_options(backend, route), **file_options(target))
         with tagged("MD-3", "finalize once where If-None-Match is ignored", sandbox, how=how):
             drv.init_base()
             location = drv.location(5)
@@ -220,7 +226,8 @@ def test_racing_finalizations_leave_one_metadata(sandbox, target, backend):
     """MD-3: two finalizations of one checkpoint racing (the first's PutObject of _metadata
     held by the server while the second is sent), on a route the storage has not used yet:
     exactly one returns, the other raises OSError, and _metadata holds the returned one's
-    bytes."""
+    bytes (where the server honours conditional writes)."""
+    require_conditional_writes(backend)
     with second_route(backend) as route:
         drv = JobDriver(sandbox, **routed_options(backend, route), **file_options(target))
         with tagged("MD-3", "initialize a checkpoint twice on a fresh route", sandbox):
@@ -363,7 +370,8 @@ def test_racing_finalizations_on_every_backend(sandbox, target):
     """MD-11: 12 finalizations of one checkpoint racing on every backend (threads started
     together, round after round, each with its own location initialized again): exactly one
     returns, the others raise OSError, and _metadata holds the bytes of the one that
-    returned."""
+    returned (but on a server that ignores conditional writes)."""
+    require_conditional_writes(sandbox.backend)
     drv = JobDriver(sandbox, **file_options(target))
     drv.init_base()
     with tagged("MD-11", "finalizations racing", sandbox, rounds=RACE_ROUNDS, racers=RACERS):
@@ -386,6 +394,91 @@ def test_racing_finalizations_on_every_backend(sandbox, target):
             "MD-11",
             msg + f"\n_metadata holds {data!r}, not the bytes of racer {won[0]}, which returned",
         )
+
+
+#: MD-13's races: rounds of RACERS finalizations where conditional writes are ignored
+UNCONDITIONAL_ROUNDS = 4
+
+
+@contextlib.contextmanager
+def _without_conditional_writes(backend: Any) -> Iterator[dict[str, Any]]:
+    """Options that reach a server that ignores conditional writes: the backend's own where
+    its server does (s3rver), else a second route whose ledger removes If-None-Match (object
+    stores that accept any credentials, as the header is signed); a skip elsewhere."""
+    if backend.conditional_writes is False:
+        yield {}
+        return
+    if not (backend.object_store and backend.accepts_any_credentials):
+        pytest.skip(
+            f"the {backend.name} store creates files exclusively and offers no route to a "
+            "server that ignores conditional writes"
+        )
+    with unconditional_route(backend) as route:
+        yield routed_options(backend, route)
+
+
+@pytest.mark.clause("MD-13")
+@pytest.mark.options(UNCONDITIONAL_METADATA)
+def test_finalization_refused_without_conditional_writes(sandbox, target, backend):
+    """MD-13: where the server ignores conditional writes, finalizing without
+    allow_unconditional_metadata raises OSError naming conditional writes and leaves no
+    _metadata."""
+    with _without_conditional_writes(backend) as options:
+        drv = JobDriver(
+            sandbox, **options, **file_options(target), **{UNCONDITIONAL_METADATA: False}
+        )
+        with tagged("MD-13", "initialize a checkpoint where conditional writes are ignored"):
+            drv.init_base()
+            location = drv.location(5)
+        error = expect_error(
+            OSError,
+            "MD-13",
+            "finalize without allow_unconditional_metadata",
+            lambda: drv.finalize(location, b"metadata that must not be published"),
+            sandbox,
+        )
+    msg = fail_message("MD-13", "finalize without allow_unconditional_metadata", sandbox)
+    text = str(error).lower()
+    assert "conditional" in text or "if-none-match" in text, (
+        msg + f"\nthe OSError does not name conditional writes: {error}"
+    )
+    published = [f for f in files_below(sandbox, sandbox.root) if f.endswith("/_metadata")]
+    assert not published, msg + f"\na _metadata was written: {published}"
+
+
+@pytest.mark.clause("MD-13")
+@pytest.mark.options(UNCONDITIONAL_METADATA)
+def test_racing_finalizations_without_conditional_writes(sandbox, target, backend):
+    """MD-13: where the server ignores conditional writes, with allow_unconditional_metadata,
+    of 12 finalizations of one checkpoint racing (round after round) at most one returns, the
+    others raise OSError, and _metadata holds its bytes."""
+    with _without_conditional_writes(backend) as options:
+        drv = JobDriver(
+            sandbox, **options, **file_options(target), **{UNCONDITIONAL_METADATA: True}
+        )
+        with tagged("MD-13", "finalizations racing", sandbox, rounds=UNCONDITIONAL_ROUNDS):
+            drv.init_base()
+            rounds = _race(drv, UNCONDITIONAL_ROUNDS, RACERS)
+        for round_, outcomes in enumerate(rounds):
+            msg = fail_message(
+                "MD-13", "finalizations racing", sandbox, round=round_, outcomes=outcomes
+            )
+            require(len(outcomes) == RACERS, "MD-13", msg + "\na racer did not finish in time")
+            won = [r for r, result in outcomes.items() if not isinstance(result, BaseException)]
+            wrong = [e for e in outcomes.values() if isinstance(e, BaseException)]
+            wrong = [e for e in wrong if not isinstance(e, OSError)]
+            require(len(won) <= 1, "MD-13", msg + "\nmore than one finalization returned")
+            require(not wrong, "MD-13", msg + f"\na loser raised something else: {wrong!r}")
+            if not won:
+                continue
+            with tagged("MD-13", "resolve the winner's checkpoint", sandbox, round=round_):
+                loc = drv.fresh_storage().resolve_checkpoint(outcomes[won[0]].external_pointer)
+                data = read_handle(loc.metadata_handle)
+            require(
+                data == _racer_bytes(won[0]),
+                "MD-13",
+                msg + f"\n_metadata holds {data!r}, not the bytes of racer {won[0]}",
+            )
 
 
 @pytest.mark.clause("MD-9")
@@ -414,7 +507,8 @@ REFUSED_CREATES = (("PreconditionFailed", 412), ("ConditionalRequestConflict", 4
 def test_refused_exclusive_create_is_file_exists(sandbox, target, backend, code, status):
     """MD-9 (SHOULD): where the object store refuses the second exclusive create of _metadata
     with 412 PreconditionFailed or 409 ConditionalRequestConflict, the error is a
-    FileExistsError and the first metadata stays."""
+    FileExistsError and the first metadata stays (where the server has exclusive creates)."""
+    require_conditional_writes(backend)
     drv, completed, again = _finalized_once(sandbox, target, "new-location")
     refusal = backend.ledger.inject(
         "PutObject", status=status, code=code, times=None, key_contains="_metadata"

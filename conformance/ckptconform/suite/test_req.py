@@ -34,9 +34,9 @@ from ckptconform.suite._driver import (
     parent,
     read_handle,
     require,
-    routed_options,
-    second_route,
     tagged,
+    unconditional_options,
+    unconditional_route,
     within,
 )
 from ckptconform.workload import (
@@ -132,9 +132,9 @@ def test_coordinator_requests_where_conditional_writes_are_ignored(sandbox, targ
     """REQ-1: through a route to a server that ignores conditional writes (its ledger removes
     If-None-Match), location + _metadata still cost the same for 2 and for 12 tasks, at most 4
     requests."""
-    with second_route(backend) as route, route.ledger.ignoring_conditional_writes():
+    with unconditional_route(backend) as route:
         _check_coordinator_requests(
-            sandbox, target, route.ledger, **routed_options(backend, route), route=route.url
+            sandbox, target, route.ledger, **unconditional_options(backend, route), route=route.url
         )
 
 
