@@ -60,7 +60,7 @@ def jobmanager_run(tmp_path_factory):
     )
 
 
-def _check_passes(run, allowed_unclaimed, backends=BACKENDS):
+def _check_passes(run, allowed_unclaimed, backends=BACKENDS, allowed_reasons=None):
     statuses = run.clause_status()
     bad = {cid: s for cid, s in statuses.items() if s not in {"PASS", "SKIP"}}
     assert bad == {}, run.describe()
@@ -87,7 +87,7 @@ def _check_passes(run, allowed_unclaimed, backends=BACKENDS):
         lacking = unclaimed.fullmatch(reason)
         if lacking is not None:
             return set(lacking.group(1).split(", ")) <= set(allowed_unclaimed)
-        return reason in allowed
+        return reason in allowed or bool(allowed_reasons and allowed_reasons.search(reason))
 
     for cid, entry in run.report["clauses"].items():
         if entry["status"] == "SKIP":
@@ -137,7 +137,18 @@ def test_jobmanager_reference_passes_its_clauses(jobmanager_run):
         "flat-layout",
         "retry-budget",  # REQ-6 times a state upload; the JobManager's state is inline
     }
-    _check_passes(jobmanager_run, allowed_unclaimed=unclaimed, backends=JOBMANAGER_BACKENDS)
+    # STR-15 and MD-12 inject faults into the writes of state files, which this storage keeps
+    # in memory: its bytes never meet the fault
+    in_memory = re.compile(
+        r"the target's bytes did not meet the fault|a file size limit of a child process fails "
+        r"writes of local files only|backend \w+ has object_store=False"
+    )
+    _check_passes(
+        jobmanager_run,
+        allowed_unclaimed=unclaimed,
+        backends=JOBMANAGER_BACKENDS,
+        allowed_reasons=in_memory,
+    )
     mem = {cid: s for cid, s in jobmanager_run.clause_status().items() if cid.startswith("MEM-")}
     assert mem, "no MEM clause in the report"
     assert set(mem.values()) == {"PASS"}, mem
