@@ -4,7 +4,12 @@
 the gateway listens on 127.0.0.1 with an auth token, the JVM ends when its stdin closes
 (``--die-on-broken-pipe``), and an ``atexit`` hook closes the gateway, closes that stdin and
 waits. py4j's sockets do not survive a fork: a process that finds a gateway started by another
-process id (a forked child) starts its own and leaves the parent's alone.
+process id (a forked child) starts its own and leaves the parent's alone. At the fork the child
+also cuts its copy of the parent's gateway off (its sockets are never shut down there, and
+the gateway counts as disconnected): a Java object the child inherited then raises instead of
+talking to the parent's JVM, where a command, or the release py4j sends when the child's copy
+of an object is collected, would act on the parent's objects. The storages and handles of
+``flinktarget.storage`` make their Java objects anew in a process of another id.
 
 ``java_errors(action)`` turns Java exceptions into the built-in exception types that the
 contract (``ckptstore.api``) names, by the Java class hierarchy: ``NullPointerException`` ->
@@ -24,6 +29,7 @@ from __future__ import annotations
 import atexit
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -110,6 +116,46 @@ class _Gateway:
 _lock = threading.Lock()
 _current: _Gateway | None = None
 _registered = False
+
+
+_collect_connection: Any = None
+
+
+def _before_fork() -> None:
+    """py4j shuts a connection's socket down when the connection is collected: in a child,
+    its copies of the parent's connections (the idle ones, and those of threads that do not
+    exist there) must not be, or the parent's sockets would be shut down under it."""
+    global _collect_connection
+    py4j: Any = sys.modules.get("py4j.java_gateway")
+    if py4j is not None and py4j._garbage_collect_connection is not None:
+        _collect_connection = py4j._garbage_collect_connection
+        py4j._garbage_collect_connection = None
+
+
+def _after_fork_in_parent() -> None:
+    py4j: Any = sys.modules.get("py4j.java_gateway")
+    if py4j is not None and _collect_connection is not None:
+        py4j._garbage_collect_connection = _collect_connection
+
+
+def _after_fork_in_child() -> None:
+    """Leave the parent's JVM to the parent (see the module docstring)."""
+    global _lock
+    _lock = threading.Lock()
+    current = _current
+    if current is not None:
+        client = current.gateway._gateway_client
+        _inherited.extend(client.deque)  # kept: collected, they would shut sockets down
+        client.deque = type(client.deque)()
+        client.is_connected = False
+
+
+_inherited: list[Any] = []
+os.register_at_fork(
+    before=_before_fork,
+    after_in_parent=_after_fork_in_parent,
+    after_in_child=_after_fork_in_child,
+)
 
 
 def _log4j_config() -> str:

@@ -28,6 +28,7 @@ contract's built-in types.
 from __future__ import annotations
 
 import io
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -305,17 +306,20 @@ def _open(java_handle: Any, name: str) -> BinaryIO:
 class FlinkFileStateHandle:
     """Flink's ``FileStateHandle``: a path and a size; equal by path (H1)."""
 
-    __slots__ = ("_java_handle", "_path", "_size")
+    __slots__ = ("_java_handle", "_path", "_pid", "_size")
 
     def __init__(self, file_path: str, state_size: int, *, _java: Any = None) -> None:
         self._path = file_path
         self._size = state_size
         self._java_handle = _java
+        self._pid = os.getpid()
 
     def java(self) -> Any:
-        if self._java_handle is None:
+        """The Java handle, made anew in a process forked since (its JVM is another)."""
+        if self._java_handle is None or self._pid != os.getpid():
             with java_errors(f"new FileStateHandle({self._path!r})"):
                 self._java_handle = self._build()
+            self._pid = os.getpid()
         return self._java_handle
 
     def _build(self) -> Any:
