@@ -15,8 +15,8 @@ and whether Flink behaves the same ("beyond Flink: ..."), with the fact ids it r
 claims occurs in the title, text, conditions or rationale of its clauses.
 
 Sources. Each clause says which source it follows: the seed documents (Flink's javadoc and
-PyFlink's pages, ``seed 000`` .. ``seed 004``), Flink's code and tests as digested in
-``flink-checkpoint-storage.md`` (ids such as ``S7`` or ``T-BASE1``), or a decision of this
+PyFlink's pages, ``seed 000`` .. ``seed 004``), Flink's code and tests (fact ids such as ``S7``
+or ``T-BASE1``, each defined in ``docs/flink-facts.md``), or a decision of this
 project (``decision``) where Flink has no rule or a known bug. A clause asserts only behaviour
 visible through ``ckptstore.api`` and on the backend itself (raw listings, request counts),
 never an implementation's classes, temporary file names or one file system's quirks.

@@ -2,7 +2,7 @@
 
 This is the only module of ``ckptstore`` that the conformance suite (``ckptconform``) and
 third-party implementations need. It mirrors Flink's interfaces in snake_case
-(``../shared/design/ARCHITECTURE.md`` section 3) and does no I/O: it imports only the
+(``docs/ARCHITECTURE.md`` section 3) and does no I/O: it imports only the
 standard library and ``ckptstore.errors``.
 
 Value types (concrete, picklable): ``JobID``, ``CheckpointedStateScope``,
