@@ -90,7 +90,10 @@ def surface() -> dict[str, Any]:
     for module_name in MODULES:
         module = importlib.import_module(module_name)
         names = sorted(getattr(module, "__all__", ()))
-        modules[module_name] = {name: _entry(getattr(module, name)) for name in names}
+        modules[module_name] = {
+            name: {"kind": "version"} if name == "__version__" else _entry(getattr(module, name))
+            for name in names
+        }
     entry_points = sorted(
         f"{ep.group}: {ep.name} = {ep.value}" for ep in distribution(DISTRIBUTION).entry_points
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ckptconform import __version__
 from ckptconform.backends.minio import MinioBackend
 from tests.conformance.kit import (
     capability_clause,
@@ -117,7 +118,7 @@ def test_statuses_skips_and_report(outcomes):
     assert header["target"]["name"] == "fake"
     assert header["capabilities"] == ["inline-state"]
     assert [b["name"] for b in header["backends"]] == ["local", "memory"]
-    assert header["suite_version"] == "0.1.0"
+    assert header["suite_version"] == __version__
     assert header["hypothesis_profile"] == "dev"
 
     markdown = (outcomes / "rep" / "conformance.md").read_text()
@@ -125,7 +126,7 @@ def test_statuses_skips_and_report(outcomes):
     assert f"| {MUST2} | MUST |" in markdown
 
     # The terminal: run header, failure section with a repro line, clause summary.
-    assert "ckptconform 0.1.0: target fake" in run.output
+    assert f"ckptconform {__version__}: target fake" in run.output
     assert "hypothesis profile: dev" in run.output
     assert f"clause {MUST2} (MUST)" in run.output
     assert "repro: pytest --impl=fake_target --backend=local" in run.output
