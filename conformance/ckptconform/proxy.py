@@ -244,6 +244,14 @@ def _environ_headers(environ: dict[str, Any]) -> list[tuple[str, str]]:
     return headers
 
 
+def _content_length(environ: dict[str, Any]) -> int:
+    """The request's Content-Length (0 where it is missing or no number)."""
+    try:
+        return int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
 def _send_body(conn: http.client.HTTPConnection, environ: dict[str, Any], chunked: bool) -> None:
     stream = environ.get("wsgi.input")
     if stream is None:
@@ -253,10 +261,7 @@ def _send_body(conn: http.client.HTTPConnection, environ: dict[str, Any], chunke
             conn.send(b"%x\r\n%s\r\n" % (len(block), block))
         conn.send(b"0\r\n\r\n")
         return
-    try:
-        remaining = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        remaining = 0
+    remaining = _content_length(environ)
     while remaining > 0:
         block = stream.read(min(remaining, _BLOCK))
         if not block:
@@ -274,10 +279,7 @@ def _discard_body(environ: dict[str, Any]) -> None:
         while stream.read(_BLOCK):
             pass
         return
-    try:
-        remaining = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        remaining = 0
+    remaining = _content_length(environ)
     while remaining > 0:
         block = stream.read(min(remaining, _BLOCK))
         if not block:
