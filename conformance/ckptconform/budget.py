@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ckptconform.budgets import READ_OPERATIONS, WRITE_OPERATIONS
-from ckptconform.ledger import Recording, Request, RequestLedger, request_prefix
+from ckptconform.servers.ledger import Recording, Request, RequestLedger, request_prefix
 from ckptconform.workload import (
     EXCLUSIVE_STATE,
     KINDS,

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckptconform.ledger import OPERATIONS
+from ckptconform.servers.ledger import OPERATIONS
 
 __all__ = [
     "DEFAULT_BUDGETS",

@@ -15,7 +15,7 @@ import pytest
 
 from ckptconform.backends import BackendSettings
 from ckptconform.backends.moto import MotoBackend
-from ckptconform.ledger import (
+from ckptconform.servers.ledger import (
     OPERATIONS,
     Recording,
     Request,

@@ -26,9 +26,9 @@ import pytest
 
 from ckptconform.backends import BackendSettings
 from ckptconform.backends.s3 import S3EndpointBackend
-from ckptconform.ledger import RAW_USER_AGENT
 from ckptconform.plugin import suite_dir
-from ckptconform.proxy import CountingProxy
+from ckptconform.servers.ledger import RAW_USER_AGENT
+from ckptconform.servers.proxy import CountingProxy
 
 s3fs = pytest.importorskip("s3fs", reason="s3fs is needed for the proxy tests")
 pytest.importorskip("moto.server", reason="moto[server] is needed for the proxy tests")
@@ -310,7 +310,7 @@ def strict_server() -> Iterator[tuple[str, list[str]]]:
     """An S3 stand-in that checks SigV4 signatures strictly and answers 200 or 403."""
     from werkzeug.serving import make_server
 
-    from ckptconform.proxy import _ProxyRequestHandler
+    from ckptconform.servers.proxy import _ProxyRequestHandler
 
     verdicts: list[str] = []
 

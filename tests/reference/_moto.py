@@ -1,7 +1,7 @@
 """moto's S3 server with a server-side request ledger, for the reference's S3 acceptance tests.
 
 The server is the conformance kit's own (``ckptconform.backends.moto.MotoBackend``): moto's
-WSGI app behind ``ckptconform.ledger.RequestLedger`` on a threaded werkzeug server bound to
+WSGI app behind ``ckptconform.servers.ledger.RequestLedger`` on a threaded werkzeug server bound to
 127.0.0.1 on a free port. The ledger classifies every request that reaches the server, from
 this process or any other, so the counts here are what S3 would bill, not what a client-side
 spy believes it sent. Requests of the backend's own raw file system carry a marker and are
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ckptconform.backends.moto import MotoBackend
-from ckptconform.ledger import Recording, RequestLedger
+from ckptconform.servers.ledger import Recording, RequestLedger
 from ckptstore import filesystems
 from ckptstore.paths import parse_storage_path
 

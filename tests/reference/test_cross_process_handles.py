@@ -36,8 +36,8 @@ from typing import Any
 
 import pytest
 
-from ckptconform.ledger import RAW_USER_AGENT
-from ckptconform.proxy import CountingProxy
+from ckptconform.servers.ledger import RAW_USER_AGENT
+from ckptconform.servers.proxy import CountingProxy
 from ckptstore import FileSystemCheckpointStorage, filesystems
 from ckptstore.api import CheckpointedStateScope, CheckpointStorageLocationReference, JobID
 from ckptstore.errors import CheckpointIOError, CheckpointNotFoundError

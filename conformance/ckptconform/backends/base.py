@@ -15,7 +15,7 @@ name registered in the entry-point group ``ckptconform.backends``): subclass ``B
   creates none, LAY-6), ``cross_process`` (other processes see the data: SER-4 and the Spark
   leg run), ``shows_unclosed_files`` (a file's bytes can be read while its writer is still
   open, as on a POSIX file system: STR-11 runs), ``has_ledger`` (``self.ledger`` is a
-  ``ckptconform.ledger.RequestLedger`` once
+  ``ckptconform.servers.ledger.RequestLedger`` once
   started: request-counting clauses run), ``accepts_any_credentials`` (tests may sign with
   made-up keys), ``conditional_writes`` (``False`` where the server ignores conditional
   writes, If-None-Match: the suite then passes the option ``allow_unconditional_metadata``
@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from ckptconform.ledger import RequestLedger
+    from ckptconform.servers.ledger import RequestLedger
 
 __all__ = ["Backend", "BackendSettings", "BackendUnavailableError", "random_name"]
 

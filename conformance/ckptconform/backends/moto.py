@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ckptconform.backends.s3 import S3Backend, s3_missing_packages
-from ckptconform.ledger import RequestLedger
+from ckptconform.servers.ledger import RequestLedger
 
 __all__ = ["AtomicConditionalWrites", "MotoBackend"]
 

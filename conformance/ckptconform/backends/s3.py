@@ -15,8 +15,9 @@ the proxy too: its requests are recorded but marked raw (left out of counts, nev
 exactly as on moto, and the suite and the implementation see the server through the same door.
 ``--s3-endpoint`` keeps naming the real server; the proxy is an implementation detail of the
 suite. When the server refuses requests through the proxy (servers that route on the ``Host``
-header, such as AWS S3 itself: see ``ckptconform.proxy``) while a direct bucket check works, the
-leg runs directly against the server without a ledger, with a warning; counting clauses skip.
+header, such as AWS S3 itself: see ``ckptconform.servers.proxy``) while a direct bucket check
+works, the leg runs directly against the server without a ledger, with a warning; counting
+clauses skip.
 
 At start the backend also finds out, with raw requests, whether the server honours
 conditional writes (``conditional_writes``: a probe object created twice with
@@ -45,7 +46,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ckptconform.backends.base import Backend, BackendUnavailableError, random_name
-from ckptconform.ledger import RAW_USER_AGENT
+from ckptconform.servers.ledger import RAW_USER_AGENT
 
 __all__ = [
     "PROBE_TIMEOUT_SECONDS",
@@ -196,7 +197,7 @@ class S3Backend(Backend):
 
     def _start_behind_proxy(self, upstream: str) -> None:
         """Reach ``upstream`` through a counting proxy (sets ``endpoint`` and ``ledger``)."""
-        from ckptconform.proxy import CountingProxy
+        from ckptconform.servers.proxy import CountingProxy
 
         self.upstream = upstream
         self.proxy_problem = None
@@ -260,7 +261,7 @@ class S3Backend(Backend):
         backend's own endpoint (its counting proxy, where it has one), so the backend's ledger
         counts what reaches the server by any route, as moto's in-server ledger does.
         """
-        from ckptconform.proxy import CountingProxy
+        from ckptconform.servers.proxy import CountingProxy
 
         self.start()
         server = self.endpoint

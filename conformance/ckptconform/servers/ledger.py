@@ -13,7 +13,7 @@ The ledger also injects faults (S3-style XML errors, dropped connections, before
 server carried the request out, at a rate; DeleteObjects answered with an error per key, as S3
 reports objects it could not delete), throttles like S3, with a token bucket per key prefix
 answering S3's own 503 SlowDown, and answers listings in small pages (``small_pages``, see
-``ckptconform.listing_pages``). Requests sent by the suite's own raw file system carry the
+``ckptconform.servers.listing_pages``). Requests sent by the suite's own raw file system carry the
 ``RAW_USER_AGENT`` marker: they are recorded (``Recording.all_requests``) but left out of
 ``Recording.requests`` and counts, and faults never hit them, so inspecting or cleaning the
 backend cannot disturb a measurement. The middleware speaks plain WSGI and needs only the
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qs
 
-from ckptconform.listing_pages import PAGED_OPERATIONS, ListingPager
+from ckptconform.servers.listing_pages import PAGED_OPERATIONS, ListingPager
 
 __all__ = [
     "EXACT_HEADERS_KEY",
@@ -58,7 +58,7 @@ __all__ = [
 #: Marker in the User-Agent of the suite's own raw file system (see ``backends.base``).
 RAW_USER_AGENT = "ckptconform-raw"
 #: environ key under which the counting proxy passes a request's headers with their exact
-#: spelling (``ckptconform.proxy``); what it forwards.
+#: spelling (``ckptconform.servers.proxy``); what it forwards.
 EXACT_HEADERS_KEY = "ckptconform.proxy.headers"
 #: The conditional-write headers a server that ignores conditional writes never sees.
 _CONDITIONAL_HEADERS = ("if-none-match", "if-match")

@@ -50,7 +50,7 @@ from urllib.parse import quote, urlsplit
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
-from ckptconform.ledger import EXACT_HEADERS_KEY, RequestLedger, StartResponse
+from ckptconform.servers.ledger import EXACT_HEADERS_KEY, RequestLedger, StartResponse
 
 __all__ = ["CountingProxy"]
 
