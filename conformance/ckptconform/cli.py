@@ -2,7 +2,7 @@
 
     ckptconform --impl ckptstore [--backend local,memory,moto] [--report-dir DIR] [pytest args...]
     ckptconform budget --impl ckptstore [...]   (request budgets: ckptconform.budget_command)
-    ckptconform bench --impl ckptstore [...]    (benchmarks: ckptconform.bench_command)
+    ckptconform bench --impl ckptstore [...]    (benchmarks: ckptconform.bench.command)
 
 It runs pytest in this process with the plugin's options, writes ``conformance.json`` and
 ``conformance.md`` into the report directory (default ``./conformance-report``) and prints the
@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return budget_main(args[1:])
     if args and args[0] == "bench":
-        from ckptconform.bench_command import main as bench_main
+        from ckptconform.bench.command import main as bench_main
 
         return bench_main(args[1:])
     options, pytest_args = _parser().parse_known_args(args)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ckptconform.bench import Case, Figure, requests_per_checkpoint, run_interleaved
-from ckptconform.bench_rss import measure
+from ckptconform.bench.measure import Case, Figure, requests_per_checkpoint, run_interleaved
+from ckptconform.bench.rss import measure
 
 
 def _figure(name="f"):

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from ckptconform.bench import Bench, Leg, Plan
-from ckptconform.bench_output import peer_sections, sections
-from ckptconform.bench_peer import (
+from ckptconform.bench.goals import evaluate
+from ckptconform.bench.measure import Bench, Leg, Plan
+from ckptconform.bench.output import peer_sections, sections
+from ckptconform.bench.peer import (
     FlinkPeer,
     PeerError,
     PeerUnavailableError,
@@ -26,7 +27,6 @@ from ckptconform.bench_peer import (
     seconds_of,
     sync_note,
 )
-from ckptconform.bench_targets import evaluate
 
 MIB = 1 << 20
 

@@ -1,4 +1,4 @@
-"""The README's performance table (``ckptconform.bench_readme``): every figure of issue 13 has
+"""The README's performance table (``ckptconform.bench.readme``): every figure of issue 13 has
 its row, measured or saying why not; the Flink columns come with the peer; the generated block
 replaces only what lies between its markers."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ckptconform.bench_readme import BEGIN, END, ReadmeError, readme_block, replace_block
-from ckptconform.bench_targets import evaluate
+from ckptconform.bench.goals import evaluate
+from ckptconform.bench.readme import BEGIN, END, ReadmeError, readme_block, replace_block
 
 MIB = 1 << 20
 

@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from ckptconform.bench_stats import AT_LEAST, AT_MOST, Goal, Summary, check, gate, paired_ratios
-from ckptconform.bench_targets import (
+from ckptconform.bench.goals import (
     INLINE_RATE,
     RSS_HEADROOM,
     THROUGHPUT_RATIO,
     evaluate,
     gated_errors,
 )
+from ckptconform.bench.stats import AT_LEAST, AT_MOST, Goal, Summary, check, gate, paired_ratios
 
 MIB = 1 << 20
 

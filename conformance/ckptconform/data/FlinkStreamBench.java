@@ -1,5 +1,5 @@
 /*
- * The Flink peer of `ckptconform bench --peer flink` (ckptconform.bench_peer): Apache Flink
+ * The Flink peer of `ckptconform bench --peer flink` (ckptconform.bench.peer): Apache Flink
  * 2.3.0's own FsCheckpointStreamFactory, timed inside the JVM.
  *
  * Compiled at first use against the jars of the apache-flink-libraries wheel and run as

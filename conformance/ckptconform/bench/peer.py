@@ -9,7 +9,7 @@ into the cache directory of Flink's jars (``ckptconform.flink_jars``: the jars o
 the whole bench, answering one command per line with one JSON object per line.
 
 The bench asks it for one repetition at a time, as one more variant of a figure
-(``ckptconform.bench``): its repetitions interleave with the target's, and the ratio
+(``ckptconform.bench.measure``): its repetitions interleave with the target's, and the ratio
 ``target / flink`` is taken per repetition like every other ratio. Figures with a Flink
 variant: file-backed writes on the local leg (Flink's wheel has no S3 file system), with the
 JVM's own ``FileOutputStream`` + ``getFD().sync()`` beside it (``java+fsync``), and the inline

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ckptconform.bench_stats import Check
+from ckptconform.bench.stats import Check
 
 __all__ = ["Progress", "render_table", "sections", "write_markdown", "write_plot"]
 

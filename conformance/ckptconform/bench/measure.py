@@ -3,7 +3,7 @@
 Every figure is a set of *variants* timed over the same repetitions, interleaved: each
 repetition runs every figure once, and within a figure the variants in a rotating order, so
 a variant never owns a quiet or a busy moment of a shared machine, and the ratio of two
-variants is taken per repetition (``ckptconform.bench_stats.paired_ratios``).
+variants is taken per repetition (``ckptconform.bench.stats.paired_ratios``).
 
 Figures (``Bench.figures``):
 
@@ -26,14 +26,14 @@ Figures (``Bench.figures``):
   threads add little; on a RAM disk the sync is free and the figure shows whether the target
   holds a lock around its I/O.
 
-With a peer (``--peer flink``, ``ckptconform.bench_peer``), the local leg's write figures and
+With a peer (``--peer flink``, ``ckptconform.bench.peer``), the local leg's write figures and
 the inline figure get a ``flink`` variant, Flink 2.3.0's own ``FsCheckpointStreamFactory``
 timed inside a JVM, one repetition per request, rotated with the other variants like any
 of them, and the ratio ``target / flink``; the write figures also get ``java+fsync`` (the
 JVM's ``FileOutputStream`` with ``getFD().sync()``: what the disk gives Java).
 
-Peak RSS (``ckptconform.bench_rss``), the S3 requests per checkpoint (``requests_per_checkpoint``,
-on ``ckptconform.budget``) and the suite's wall time (``ckptconform.bench_suite``) are measured
+Peak RSS (``ckptconform.bench.rss``), the S3 requests per checkpoint (``requests_per_checkpoint``,
+on ``ckptconform.budget``) and the suite's wall time (``ckptconform.bench.suite_time``) are measured
 by their own modules. Nothing here imports the reference: the target is reached through
 ``--impl`` and ``ckptstore.api`` values only.
 """
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckptconform.backends.local import LocalBackend
-from ckptconform.bench_stats import Summary, paired_ratios, rates
+from ckptconform.bench.stats import Summary, paired_ratios, rates
 from ckptstore.api import CheckpointedStateScope, JobID
 
 __all__ = [
@@ -78,7 +78,7 @@ FSSPEC = "fsspec"
 FSSPEC_FSYNC = "fsspec+fsync"
 DISK = "disk"
 BYTES_IO = "io.BytesIO"
-#: the peer's variants (``ckptconform.bench_peer``: Flink's Java streams, the JVM's fsync)
+#: the peer's variants (``ckptconform.bench.peer``: Flink's Java streams, the JVM's fsync)
 PEER = "flink"
 JAVA_FSYNC = "java+fsync"
 
@@ -409,7 +409,7 @@ class Bench:
         self.plan = plan
         self.legs = list(legs)
         self.inline = inline
-        #: a started ``ckptconform.bench_peer.FlinkPeer`` (or a stand-in), or None
+        #: a started ``ckptconform.bench.peer.FlinkPeer`` (or a stand-in), or None
         self.peer = peer
         self.peer_leg: Leg | None = None
         self.figures: list[Figure] = []

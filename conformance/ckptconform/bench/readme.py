@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ckptconform.bench_output import number, spread
-from ckptconform.bench_stats import Check
+from ckptconform.bench.output import number, spread
+from ckptconform.bench.stats import Check
 
 __all__ = ["BEGIN", "END", "ReadmeError", "readme_block", "replace_block"]
 

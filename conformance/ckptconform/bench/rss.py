@@ -1,6 +1,6 @@
 """Peak memory of one large state stream, measured in a child process.
 
-``measure(job)`` starts ``python -m ckptconform.bench_rss`` with the job as JSON on stdin (so
+``measure(job)`` starts ``python -m ckptconform.bench.rss`` with the job as JSON on stdin (so
 no secret appears in a process listing), and the child
 
 1. loads the target (``--impl`` spec) and creates a checkpoint location on the given URL, or,
@@ -45,7 +45,7 @@ def measure(job: Mapping[str, Any], timeout: float = 900.0) -> dict[str, Any]:
     env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "ckptconform.bench_rss"],
+            [sys.executable, "-m", "ckptconform.bench.rss"],
             input=json.dumps(dict(job)),
             capture_output=True,
             text=True,

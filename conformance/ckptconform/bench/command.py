@@ -4,21 +4,21 @@
         [--reps 5] [--rss-size 1024] [--threads 8] [--suite] [--peer flink] [--out DIR]
         [--readme README.md]
 
-One run measures, with interleaved repetitions (``ckptconform.bench``): file-backed writes and
-reads against raw fsspec with the same durability and the disk's own limit, the inline path
-against ``io.BytesIO``, 8 threads against 1, the peak RSS of one large stream (in a child
-process, ``ckptconform.bench_rss``), the S3 requests per checkpoint against the minimum (the
-budget workload on the ledger, ``ckptconform.budget``) and, with ``--suite``, the suite's wall
-time per leg. With ``--peer flink``, Apache Flink 2.3.0's own Java ``FsCheckpointStreamFactory``
-runs the local file-backed writes and the inline path in the same run, timed inside its JVM
-(``ckptconform.bench_peer``), beside the target with the ratio target / Flink; without Java 17,
-a JDK or Flink's jars, one sentence says why and the rest of the bench runs. It prints a table
-and writes ``bench.json``, ``bench.md``, ``bench.png`` and ``readme-block.md`` (the README's
-performance table, ``ckptconform.bench_readme``) into ``--out``; ``--readme FILE`` also puts
-that table in place of the generated block in ``FILE``, and the chart in ``docs/bench.png``
-beside ``FILE``, linked from the block.
+One run measures, with interleaved repetitions (``ckptconform.bench.measure``): file-backed writes
+and reads against raw fsspec with the same durability and the disk's own limit, the inline path
+against ``io.BytesIO``, 8 threads against 1, the peak RSS of one large stream (in a child process,
+``ckptconform.bench.rss``), the S3 requests per checkpoint against the minimum (the budget workload
+on the ledger, ``ckptconform.budget``) and, with ``--suite``, the suite's wall time per leg. With
+``--peer flink``, Apache Flink 2.3.0's own Java ``FsCheckpointStreamFactory`` runs the local
+file-backed writes and the inline path in the same run, timed inside its JVM
+(``ckptconform.bench.peer``), beside the target with the ratio target / Flink; without Java 17, a
+JDK or Flink's jars, one sentence says why and the rest of the bench runs. It prints a table and
+writes ``bench.json``, ``bench.md``, ``bench.png`` and ``readme-block.md`` (the README's
+performance table, ``ckptconform.bench.readme``) into ``--out``; ``--readme FILE`` also puts that
+table in place of the generated block in ``FILE``, and the chart in ``docs/bench.png`` beside
+``FILE``, linked from the block.
 
-Targets (``ckptconform.bench_targets``) are shown with pass/miss, the ratio and its spread. The
+Targets (``ckptconform.bench.goals``) are shown with pass/miss, the ratio and its spread. The
 exit code is 1 only when a figure that does not depend on machine noise misses: requests per
 checkpoint above the minimum, or peak RSS above the write buffer + 64 MiB (or one of them
 could not be measured); 4 for a usage error; 0 otherwise, however the ratios came out.
@@ -175,7 +175,7 @@ def _complete(options: argparse.Namespace) -> None:
     if options.write_buffer_size < 0 or options.inline_threshold < 0:
         raise UsageError("--write-buffer-size and --inline-threshold must be >= 0")
     if options.readme:
-        from ckptconform.bench_readme import BEGIN, END
+        from ckptconform.bench.readme import BEGIN, END
 
         try:
             text = Path(options.readme).read_text(encoding="utf-8")
@@ -200,11 +200,11 @@ def _machine() -> dict[str, Any]:
 
 def _run(options: argparse.Namespace) -> int:
     from ckptconform.backends import BackendError, BackendPool, BackendSettings
-    from ckptconform.bench import Bench, Plan
-    from ckptconform.bench_output import Progress, render_table, write_markdown, write_plot
-    from ckptconform.bench_readme import CHART, readme_block, replace_block
-    from ckptconform.bench_stats import gate
-    from ckptconform.bench_targets import evaluate, gated_errors
+    from ckptconform.bench.goals import evaluate, gated_errors
+    from ckptconform.bench.measure import Bench, Plan
+    from ckptconform.bench.output import Progress, render_table, write_markdown, write_plot
+    from ckptconform.bench.readme import CHART, readme_block, replace_block
+    from ckptconform.bench.stats import gate
     from ckptconform.target import TargetError, load_target
 
     started = time.perf_counter()
@@ -318,7 +318,7 @@ def _run(options: argparse.Namespace) -> int:
 
 def _start_peer(name: str) -> Any:
     """The started peer, or the one sentence why it cannot run (printed at once)."""
-    from ckptconform.bench_peer import FlinkPeer, PeerUnavailableError
+    from ckptconform.bench.peer import FlinkPeer, PeerUnavailableError
 
     print(f"ckptconform bench: starting the {name} peer (a JVM)", file=sys.stderr)
     try:
@@ -356,7 +356,7 @@ def _open_legs(
     document: dict[str, Any],
 ) -> list[Any]:
     from ckptconform.backends import BackendUnavailableError
-    from ckptconform.bench import Leg
+    from ckptconform.bench.measure import Leg
     from ckptconform.sandbox import server_options
 
     legs = []
@@ -422,8 +422,8 @@ def _rss_jobs(
 
 
 def _measure_rss(jobs: Sequence[dict[str, Any]], progress: Any) -> list[dict[str, Any]]:
-    from ckptconform.bench_rss import RssError, measure
-    from ckptconform.bench_stats import Summary
+    from ckptconform.bench.rss import RssError, measure
+    from ckptconform.bench.stats import Summary
 
     entries = []
     for job in jobs:
@@ -447,7 +447,7 @@ def _measure_rss(jobs: Sequence[dict[str, Any]], progress: Any) -> list[dict[str
 def _count_requests(
     options: argparse.Namespace, target: Any, leg: Any, inline: bool
 ) -> dict[str, Any]:
-    from ckptconform.bench import requests_per_checkpoint
+    from ckptconform.bench.measure import requests_per_checkpoint
     from ckptconform.budget import BudgetRun, Shape
     from ckptconform.sandbox import server_options
     from ckptconform.workload import ThreadRunner
@@ -510,13 +510,13 @@ def _count_requests(
 
 
 def _suite_legs() -> list[str]:
-    from ckptconform.bench_suite import LEGS
+    from ckptconform.bench.suite_time import LEGS
 
     return list(LEGS)
 
 
 def _time_suite(impl: str, legs: Sequence[str], progress: Any) -> dict[str, Any]:
-    from ckptconform.bench_suite import time_leg
+    from ckptconform.bench.suite_time import time_leg
 
     results = []
     for name in legs:

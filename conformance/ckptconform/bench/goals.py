@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ckptconform.bench_stats import AT_LEAST, AT_MOST, Check, Goal, Summary, check
+from ckptconform.bench.stats import AT_LEAST, AT_MOST, Check, Goal, Summary, check
 
 __all__ = [
     "INLINE_COST",
