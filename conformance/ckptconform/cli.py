@@ -1,7 +1,7 @@
 """The ``ckptconform`` command: run the installed suite against a target and print the matrix.
 
     ckptconform --impl ckptstore [--backend local,memory,moto] [--report-dir DIR] [pytest args...]
-    ckptconform budget --impl ckptstore [...]   (request budgets: ckptconform.budget_command)
+    ckptconform budget --impl ckptstore [...]   (request budgets: ckptconform.budget.command)
     ckptconform bench --impl ckptstore [...]    (benchmarks: ckptconform.bench.command)
 
 It runs pytest in this process with the plugin's options, writes ``conformance.json`` and
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns pytest's exit code (or a subcommand's)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "budget":
-        from ckptconform.budget_command import main as budget_main
+        from ckptconform.budget.command import main as budget_main
 
         return budget_main(args[1:])
     if args and args[0] == "bench":

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ckptconform.budget_command import parse_fault
-from ckptconform.budgets import DEFAULT_BUDGETS, first_attempts
+from ckptconform.budget.command import parse_fault
+from ckptconform.budget.limits import DEFAULT_BUDGETS, first_attempts
 from tests.meta.suite_runner import BROKEN_DIR
 
 pytest.importorskip("moto", reason="the budget gate needs moto (the s3 extra)")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ckptconform.budget_command import UsageError, parse_fault, parse_throttle
-from ckptconform.budgets import (
+from ckptconform.budget.command import UsageError, parse_fault, parse_throttle
+from ckptconform.budget.limits import (
     DEFAULT_BUDGETS,
     BudgetError,
     evaluate,

@@ -8,8 +8,8 @@ One run measures, with interleaved repetitions (``ckptconform.bench.measure``): 
 and reads against raw fsspec with the same durability and the disk's own limit, the inline path
 against ``io.BytesIO``, 8 threads against 1, the peak RSS of one large stream (in a child process,
 ``ckptconform.bench.rss``), the S3 requests per checkpoint against the minimum (the budget workload
-on the ledger, ``ckptconform.budget``) and, with ``--suite``, the suite's wall time per leg. With
-``--peer flink``, Apache Flink 2.3.0's own Java ``FsCheckpointStreamFactory`` runs the local
+on the ledger, ``ckptconform.budget.phases``) and, with ``--suite``, the suite's wall time per leg.
+With ``--peer flink``, Apache Flink 2.3.0's own Java ``FsCheckpointStreamFactory`` runs the local
 file-backed writes and the inline path in the same run, timed inside its JVM
 (``ckptconform.bench.peer``), beside the target with the ratio target / Flink; without Java 17, a
 JDK or Flink's jars, one sentence says why and the rest of the bench runs. It prints a table and
@@ -202,9 +202,10 @@ def _run(options: argparse.Namespace) -> int:
     from ckptconform.backends import BackendError, BackendPool, BackendSettings
     from ckptconform.bench.goals import evaluate, gated_errors
     from ckptconform.bench.measure import Bench, Plan
-    from ckptconform.bench.output import Progress, render_table, write_markdown, write_plot
+    from ckptconform.bench.output import render_table, write_markdown, write_plot
     from ckptconform.bench.readme import CHART, readme_block, replace_block
     from ckptconform.bench.stats import gate
+    from ckptconform.progress import Progress
     from ckptconform.target import TargetError, load_target
 
     started = time.perf_counter()
@@ -258,7 +259,7 @@ def _run(options: argparse.Namespace) -> int:
         ledger_leg = next((leg for leg in legs if leg.backend.ledger is not None), None)
         suite_legs = _suite_legs() if options.suite else []
         total = bench.steps + len(rss_jobs) + (0 if options.no_requests else 1) + len(suite_legs)
-        with Progress(total) as progress:
+        with Progress("bench", total) as progress:
             bench.run(on_step=progress.advance)
             document["figures"] = [figure.to_json() for figure in bench.figures]
             document["rss"] = _measure_rss(rss_jobs, progress)
@@ -448,7 +449,7 @@ def _count_requests(
     options: argparse.Namespace, target: Any, leg: Any, inline: bool
 ) -> dict[str, Any]:
     from ckptconform.bench.measure import requests_per_checkpoint
-    from ckptconform.budget import BudgetRun, Shape
+    from ckptconform.budget.phases import BudgetRun, Shape
     from ckptconform.sandbox import server_options
     from ckptconform.workload import ThreadRunner
 

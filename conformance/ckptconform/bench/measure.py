@@ -33,8 +33,8 @@ of them, and the ratio ``target / flink``; the write figures also get ``java+fsy
 JVM's ``FileOutputStream`` with ``getFD().sync()``: what the disk gives Java).
 
 Peak RSS (``ckptconform.bench.rss``), the S3 requests per checkpoint (``requests_per_checkpoint``,
-on ``ckptconform.budget``) and the suite's wall time (``ckptconform.bench.suite_time``) are measured
-by their own modules. Nothing here imports the reference: the target is reached through
+on ``ckptconform.budget.phases``) and the suite's wall time (``ckptconform.bench.suite_time``) are
+measured by their own modules. Nothing here imports the reference: the target is reached through
 ``--impl`` and ``ckptstore.api`` values only.
 """
 
@@ -759,7 +759,7 @@ def requests_per_checkpoint(figures: Sequence[dict[str, Any]]) -> list[dict[str,
     nothing is there, PTR-5, so it cannot wait for the read), one GET of it and one GET per
     file-backed handle.
     """
-    from ckptconform.budgets import first_attempts
+    from ckptconform.budget.limits import first_attempts
 
     rows: list[dict[str, Any]] = []
     by_checkpoint: dict[int, list[dict[str, Any]]] = {}

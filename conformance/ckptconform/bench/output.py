@@ -1,4 +1,4 @@
-"""What ``ckptconform bench`` shows people: a progress bar, tables, ``bench.md``, ``bench.png``.
+"""What ``ckptconform bench`` shows people: tables, ``bench.md``, ``bench.png``.
 
 The same sections go to the terminal (``rich`` tables when installed, plain text otherwise)
 and to ``bench.md``: the figures (median, min..max of every variant), the ratios per
@@ -12,60 +12,17 @@ from __future__ import annotations
 
 import io
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from ckptconform.bench.stats import Check
 
-__all__ = ["Progress", "render_table", "sections", "write_markdown", "write_plot"]
+__all__ = ["render_table", "sections", "write_markdown", "write_plot"]
 
 MIB = 1 << 20
 Row = tuple[str, ...]
 Section = tuple[str, Row, list[Row]]
-
-
-class Progress:
-    """A progress bar over the run's steps, on stderr (silent when it is not a terminal)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> Progress:
-        try:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-            from rich.progress import Progress as RichProgress
-        except ImportError:
-            return self
-        self._progress = RichProgress(
-            TextColumn("[bold]bench[/bold] {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=Console(file=sys.stderr),
-            transient=True,
-        )
-        self._progress.__enter__()
-        self._task = self._progress.add_task("starting", total=self.total)
-        return self
-
-    def advance(self, description: str) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, description=description)
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(exc_type, exc, traceback)
 
 
 # --------------------------------------------------------------------------- formatting

@@ -1,63 +1,19 @@
-"""What ``ckptconform budget`` shows people: a progress bar, the phase table and the plot.
+"""What ``ckptconform budget`` shows people: the phase table and the plot.
 
-The table and the progress bar use ``rich``; the plot (requests per second by operation over
-the run, with the per-prefix limits of the budgets drawn as lines) uses matplotlib without a
-display. Both come with the ``budget`` extra; without matplotlib the plot is left out with a
-note, never the figures.
+The table uses ``rich`` (the progress bar is ``ckptconform.progress``); the plot (requests per
+second by operation over the run, with the per-prefix limits of the budgets drawn as lines) uses
+matplotlib without a display. Both come with the ``budget`` extra; without matplotlib the plot is
+left out with a note, never the figures.
 """
 
 from __future__ import annotations
 
 import io
-import sys
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-__all__ = ["Progress", "render_table", "write_plot"]
-
-
-class Progress:
-    """A progress bar over the workload's phases, on stderr (silent when it is not a terminal)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> Progress:
-        try:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-            from rich.progress import Progress as RichProgress
-        except ImportError:
-            return self
-        self._progress = RichProgress(
-            TextColumn("[bold]budget[/bold] {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=Console(file=sys.stderr),
-            transient=True,
-        )
-        self._progress.__enter__()
-        self._task = self._progress.add_task("starting", total=self.total)
-        return self
-
-    def advance(self, phase: Any) -> None:
-        if self._progress is not None:
-            state = "" if phase.completed else " [red]failed[/red]"
-            self._progress.update(self._task, advance=1, description=f"{phase.name}{state}")
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(exc_type, exc, traceback)
+__all__ = ["render_table", "write_plot"]
 
 
 def _operations(operations: Mapping[str, int]) -> str:

@@ -55,7 +55,7 @@ __all__ = [
     "regressions",
 ]
 
-#: Phase kinds a budget table may name (``ckptconform.budget`` labels every phase with one).
+#: Phase kinds a budget table may name (``ckptconform.budget.phases`` labels every phase with one).
 PHASE_KINDS = ("setup", "worker", "coordinator", "restore_worker", "restore_coordinator", "dispose")
 WRITE_OPERATIONS = frozenset(
     {
@@ -76,7 +76,7 @@ READ_OPERATIONS = frozenset(
 )
 
 DEFAULT_BUDGETS = """\
-# ckptconform default request budgets (see ckptconform.budgets).
+# ckptconform default request budgets (see ckptconform.budget.limits).
 [worker]
 HeadObject = 0
 HeadBucket = 0

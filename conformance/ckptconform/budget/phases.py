@@ -14,7 +14,7 @@ storage on an S3 backend with a request ledger and records every request of ever
 
 Each phase's figures (``Phase.figures``) are plain JSON: requests by operation, the busiest
 second per operation and per key prefix (split into writes and reads, AWS's two limits), bytes
-moved, failed and retried requests, whether the phase completed. ``ckptconform.budgets`` holds
+moved, failed and retried requests, whether the phase completed. ``ckptconform.budget.limits`` holds
 them against limits and a baseline.
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ckptconform.budgets import READ_OPERATIONS, WRITE_OPERATIONS
+from ckptconform.budget.limits import READ_OPERATIONS, WRITE_OPERATIONS
 from ckptconform.servers.ledger import Recording, Request, RequestLedger, request_prefix
 from ckptconform.workload import (
     EXCLUSIVE_STATE,

@@ -146,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
-    from ckptconform.budgets import DEFAULT_BUDGETS, BudgetError
+    from ckptconform.budget.limits import DEFAULT_BUDGETS, BudgetError
 
     if options.print_default_budgets:
         print(DEFAULT_BUDGETS, end="")
@@ -160,9 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(options: argparse.Namespace) -> int:
     from ckptconform.backends import BackendPool, BackendSettings
-    from ckptconform.budget import BudgetRun, Shape
-    from ckptconform.budget_output import Progress, render_table, write_plot
-    from ckptconform.budgets import evaluate, load_budgets, regressions
+    from ckptconform.budget.limits import evaluate, load_budgets, regressions
+    from ckptconform.budget.output import render_table, write_plot
+    from ckptconform.budget.phases import BudgetRun, Shape
+    from ckptconform.progress import Progress
     from ckptconform.sandbox import UNCONDITIONAL_METADATA, server_options
     from ckptconform.target import TargetError, load_target
 
@@ -225,7 +226,7 @@ def _run(options: argparse.Namespace) -> int:
             if options.list_page_size
             else contextlib.nullcontext()
         )
-        with pages, Progress(shape.phase_count()) as progress:
+        with pages, Progress("budget", shape.phase_count()) as progress:
             run = BudgetRun(
                 make_storage,
                 ledger,
@@ -233,7 +234,7 @@ def _run(options: argparse.Namespace) -> int:
                 shape,
                 savepoint_dir=f"{root}/savepoint-target",
                 task_owned="task-owned-state" in target.capabilities,
-                on_phase=progress.advance,
+                on_phase=lambda phase: progress.advance(phase.name, failed=not phase.completed),
             )
             run.run()
         phases = run.figures()
