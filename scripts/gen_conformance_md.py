@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ckptconform.catalog_doc import render
+from conformance_doc import render
 
 TARGET = Path(__file__).resolve().parent.parent / "CONFORMANCE.md"
 

@@ -1,6 +1,6 @@
 """Meta-test: every test of the suite is linked to clauses whose text states what it checks.
 
-Read from the suite's source (``ckptconform.catalog_doc.suite_tests``), the rule is:
+Read from the suite's source (``scripts/conformance_doc.py``: ``suite_tests``), the rule is:
 
 1. Markers. Every test carries ``@pytest.mark.clause`` (its own or its module's
    ``pytestmark``), and every id it names is in the catalog.
@@ -41,8 +41,8 @@ import re
 from dataclasses import replace
 
 import pytest
+from scripts.conformance_doc import SuiteTest, suite_tests
 
-from ckptconform.catalog_doc import SuiteTest, suite_tests
 from ckptconform.clauses import CLAUSES, Clause
 
 #: Clauses that have no test yet, with the reason (none at present).

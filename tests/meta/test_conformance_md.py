@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ckptconform.catalog_doc import HEADING_FORMAT, clause_tests, render
+from scripts.conformance_doc import HEADING_FORMAT, clause_tests, render
+
 from ckptconform.clauses import CLAUSES
 from tests.meta.suite_runner import REPO
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 
 import pytest
+from scripts.conformance_doc import FLINK_CELLS, FLINK_OUTCOMES, flink_outcomes
 
-from ckptconform.catalog_doc import FLINK_CELLS, FLINK_OUTCOMES, flink_outcomes
 from ckptconform.clauses import CLAUSES
 from tests.meta.suite_runner import REPO
 

@@ -11,7 +11,8 @@ helpers it reaches (functions, classes, fixtures and module constants of its own
 suite's ``_*.py`` modules and of ``ckptconform.workload``, up to ``CALL_DEPTH`` steps).
 
 ``scripts/gen_conformance_md.py`` writes the file; a meta-test checks that the committed
-CONFORMANCE.md is what this module renders.
+CONFORMANCE.md is what this module renders. It reads the kit's source beside it in this
+repository (``conformance/ckptconform``) and is not part of the installed package.
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ from ckptconform.clauses import (
     Clause,
 )
 
-SUITE_DIR = Path(__file__).parent / "suite"
+#: The kit's source in this repository: the suite's modules are read from it, never imported.
+KIT_DIR = Path(__file__).resolve().parent.parent / "conformance" / "ckptconform"
+SUITE_DIR = KIT_DIR / "suite"
 #: Modules whose helpers a test is followed into (besides its own module).
-HELPER_MODULES: tuple[Path, ...] = (Path(__file__).parent / "workload.py",)
+HELPER_MODULES: tuple[Path, ...] = (KIT_DIR / "workload.py",)
 #: How many helper calls deep a test is followed.
 CALL_DEPTH = 6
 
@@ -47,7 +50,7 @@ HEADING_FORMAT = "### {id} · {level} · {title}"
 
 #: Each clause's outcome on Flink 2.3.0's own storages, written by ``scripts/flink_outcomes.py``
 #: from the conformance reports of the Flink targets (issue 12).
-FLINK_OUTCOMES = Path(__file__).parent / "data" / "flink-2.3.0-outcomes.json"
+FLINK_OUTCOMES = KIT_DIR / "data" / "flink-2.3.0-outcomes.json"
 #: outcome -> how a cell of the Flink columns shows it
 FLINK_CELLS = {
     "PASS": "PASS",
