@@ -3,8 +3,9 @@
 Plain data, no I/O: which argument of which public method of the contract gets which bad
 values, what kind of bad each value is (and so which built-in error the clauses demand), which
 hostile pointers a test builds below its root and what each may resolve to, and strategies for
-more of the same. ``suite/test_bad.py`` builds the objects the calls need (a ``World``: a job
-with two completed checkpoints, an open location, handles, a toolset) and checks the outcomes.
+more of the same. ``suite/_bad_world.py`` builds the objects the calls need (a ``World``: a
+job with two completed checkpoints, an open location, handles, a toolset), and the
+``suite/test_bad_*.py`` modules check the outcomes.
 
 Kinds of bad argument, and the clause that names the error (``ckptconform.clauses``):
 

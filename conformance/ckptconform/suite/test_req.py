@@ -6,16 +6,24 @@ each thread pool task an operator subtask. Faults and throttling are the ledger'
 errors with S3's own bodies, connections dropped before or after the server carried a request
 out, token buckets per key prefix, hangs, DeleteObjects with an error per key, listings in small
 pages. ``ckptconform budget`` runs the same workload at scale.
+
+REQ-12 runs where the server can drop a connection mid-request (the sftp leg): the server
+drops the client's connection, once, instead of answering a chosen request on a chosen file
+(``SftpBackend.dropping_connection``); backends whose server cannot do that skip with that
+reason. The reads run on one thread, so that the read after the drop shows whether the storage
+connects anew where it keeps a connection per thread.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -38,6 +46,7 @@ from ckptconform.suite._driver import (
     unconditional_options,
     unconditional_route,
     within,
+    write_state,
 )
 from ckptconform.workload import (
     CheckpointRun,
@@ -54,7 +63,9 @@ THRESHOLD = 1024
 COORDINATOR_LIMIT = 4
 EXISTENCE = ("HeadObject", "HeadBucket", "ListObjectsV2", "ListObjects")
 
-pytestmark = pytest.mark.backend_traits(object_store=True, ledger=True)
+#: Where REQ's requests are counted: an object store behind the request ledger (every test
+#: but REQ-12's, which drops an SFTP client's connection).
+ON_THE_LEDGER = pytest.mark.backend_traits(object_store=True, ledger=True)
 
 
 def _options(target: Any) -> dict[str, Any]:
@@ -120,12 +131,14 @@ def _restored(clause: str, sandbox: Any, target: Any, run: CheckpointRun) -> lis
     return states
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-1")
 def test_coordinator_requests_do_not_grow_with_the_task_count(sandbox, target, ledger):
     """REQ-1: location + _metadata cost the same for 2 and for 12 tasks, at most 4 requests."""
     _check_coordinator_requests(sandbox, target, ledger)
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-1")
 @pytest.mark.backend_traits(object_store=True, any_credentials=True)
 def test_coordinator_requests_where_conditional_writes_are_ignored(sandbox, target, backend):
@@ -161,6 +174,7 @@ def _check_coordinator_requests(sandbox, target, ledger, route=None, **options) 
         assert many <= COORDINATOR_LIMIT, msg
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-2")
 def test_restores_read_each_file_once(sandbox, target, ledger):
     """REQ-2: restoring tasks send one GetObject per file-backed handle and nothing else."""
@@ -183,6 +197,7 @@ def test_restores_read_each_file_once(sandbox, target, ledger):
     assert reading.count(operation="GetObject") == files == len(reading), msg
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-2")
 def test_an_empty_metadata_reads_without_existence_checks(sandbox, target, ledger):
     """REQ-2: an empty _metadata reads back as zero bytes through the completed checkpoint's
@@ -205,6 +220,7 @@ def test_an_empty_metadata_reads_without_existence_checks(sandbox, target, ledge
         assert reading.count(operation="GetObject") == len(reading) <= 1, msg
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-3")
 def test_throttled_checkpoints_complete(sandbox, target, ledger):
     """REQ-3: S3-style SlowDown per prefix is retried; the checkpoint completes intact, also
@@ -234,6 +250,7 @@ def test_throttled_checkpoints_complete(sandbox, target, ledger):
 ENDLESS_THROTTLE_SECONDS = 30.0
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-3")
 def test_endless_throttling_fails_in_bounded_time(sandbox, target, ledger):
     """REQ-3: while every PutObject of a state file is answered SlowDown without end, closing
@@ -286,6 +303,7 @@ class _ClosingRun:
         self.outcome = box["outcome"] if finished else f"still running after {self.took:.0f} s"
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-4")
 @pytest.mark.parametrize("where", ["state", "metadata"])
 def test_a_lost_answer_after_commit_never_fails_a_checkpoint(sandbox, target, ledger, where):
@@ -308,6 +326,7 @@ def test_a_lost_answer_after_commit_never_fails_a_checkpoint(sandbox, target, le
     _restored("REQ-4", sandbox, target, run)
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-5")
 def test_faults_never_lose_or_expose_data(sandbox, target, ledger):
     """REQ-5: under 10% faults a checkpoint completes intact or fails and is cleaned up."""
@@ -379,6 +398,7 @@ def _put_fault(ledger: Any, fault: str, times: int | None = None) -> None:
         ledger.inject("PutObject", delay=60, times=times)
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-6")
 @pytest.mark.parametrize(("attempts", "seconds", "fault"), RETRY_CASES)
 def test_an_operation_keeps_to_its_retry_budget(sandbox, target, ledger, attempts, seconds, fault):
@@ -430,6 +450,7 @@ def test_an_operation_keeps_to_its_retry_budget(sandbox, target, ledger, attempt
 STALLED_READ_CASES = ((2, 4.0), (None, 4.0))
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-6")
 @pytest.mark.parametrize(("attempts", "seconds"), STALLED_READ_CASES)
 def test_a_read_whose_transfer_stops_keeps_to_its_retry_budget(
@@ -488,6 +509,7 @@ CLIENT_BUDGET_CASES = (
 )
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-6")
 @pytest.mark.parametrize(
     ("client", "budget", "environment", "fault", "requests"), CLIENT_BUDGET_CASES
@@ -604,6 +626,7 @@ def _hung_call(call: str, drv: JobDriver) -> Callable[[], object] | None:
     return lambda: toolset.duplicate([handle])
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-13")
 @pytest.mark.parametrize(
     "call",
@@ -642,6 +665,7 @@ def test_a_call_keeps_to_its_retry_budget_as_a_whole(sandbox, target, ledger, ca
     assert took <= bound, msg
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-7")
 def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
     """REQ-7: dispose_on_failure aborts a crashed writer's multipart upload below the location,
@@ -690,6 +714,7 @@ def test_disposal_aborts_open_multipart_uploads(sandbox, target, backend):
         )
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-8")
 @pytest.mark.parametrize("fault", ["refused", "refused, HeadObject too", "answer lost"])
 def test_a_delete_reports_what_happened(sandbox, target, ledger, fault):
@@ -827,6 +852,7 @@ def _disposable(
     return _Disposable(aborted, completed, written, directories, aborted_directory)
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-9")
 def test_disposal_reads_every_page(sandbox, target, ledger, backend):
     """REQ-9: with listings answered two entries at a time, dispose_on_failure of a checkpoint
@@ -857,6 +883,7 @@ def test_disposal_reads_every_page(sandbox, target, ledger, backend):
     )
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-10")
 def test_disposal_reports_what_it_could_not_delete(sandbox, target, ledger):
     """REQ-10: while the server refuses every deletion, dispose_on_failure and
@@ -890,6 +917,7 @@ def test_disposal_reports_what_it_could_not_delete(sandbox, target, ledger):
         pair.completed.dispose_storage_location()
 
 
+@ON_THE_LEDGER
 @pytest.mark.clause("REQ-11")
 @pytest.mark.parametrize(
     ("status", "code", "body"),
@@ -919,3 +947,50 @@ def test_disposal_without_upload_listings(sandbox, target, ledger, status, code,
     msg += f"\n{rec.summary()}"
     assert all(what == "returned" for what, _ in outcomes.values()), msg
     assert not left, msg
+
+
+# --------------------------------------------------------------------------- REQ-12: drops
+
+#: REQ-12's bound on each read through a dropped connection, and on the read after it
+DROPPED_READ_SECONDS = 15.0
+
+
+@pytest.mark.clause("REQ-12")
+@pytest.mark.parametrize("operation", ["open", "read", "close"])
+def test_a_dropped_connection_is_an_oserror(sandbox, target, backend, operation):
+    """REQ-12: a connection dropped at the OPEN, a READ or the CLOSE of a state's file fails
+    the read with an OSError naming the server (or, at the CLOSE, lets it return the bytes),
+    and the same thread's next read returns the bytes."""
+    dropping = getattr(backend, "dropping_connection", None)
+    if dropping is None:
+        pytest.skip(f"backend {backend.name} cannot drop a client's connection (sftp can)")
+    drv = JobDriver(sandbox, **file_options(target))
+    drv.init_base()
+    blob = payload(3000, 12)
+    with tagged("REQ-12", "write a state before the fault", sandbox):
+        handle = write_state(drv.worker(1, drv.location(1).location_reference), blob)
+    if file_path(handle) is None:
+        pytest.skip("the state is inline: no file to read through a connection")
+    endpoint = urlsplit(sandbox.root).netloc
+    msg = fail_message("REQ-12", f"read a handle, the connection dropped at {operation}", sandbox)
+    with concurrent.futures.ThreadPoolExecutor(1, "ckptconform-req12") as thread:
+        with dropping(operation, file_path(handle).rsplit("/", 1)[1]) as drop:
+            outcome = _outcome_within(thread, lambda: read_handle(handle))
+        assert drop.hits == 1, msg + f"\nthe connection was not dropped (outcome: {outcome})"
+        if not (operation == "close" and outcome == "returned"):
+            assert outcome.startswith("OSError"), msg + f"\noutcome: {outcome}"
+            assert endpoint in outcome, msg + f"\nthe error does not name {endpoint}: {outcome}"
+        again: list[bytes] = []
+        after = _outcome_within(thread, lambda: again.append(read_handle(handle)))
+    assert after == "returned", msg + f"\nthe next read in the same thread: {after}"
+    assert again == [blob], msg + "\nthe next read returned other bytes"
+
+
+def _outcome_within(thread: concurrent.futures.Executor, call: Callable[[], object]) -> str:
+    """What ``call`` did on ``thread``: "returned", "OSError <text>", the other exception's
+    type and text, or "still running" after REQ-12's bound."""
+    future = thread.submit(call_outcome, call)
+    try:
+        return future.result(timeout=DROPPED_READ_SECONDS)
+    except concurrent.futures.TimeoutError:
+        return f"still running after {DROPPED_READ_SECONDS:g} s"
