@@ -9,4 +9,4 @@ from ckptconform.contract import ConformanceTarget
 
 __all__ = ["ConformanceTarget", "__version__"]
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"

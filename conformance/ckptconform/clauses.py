@@ -27,8 +27,10 @@ strict. A MUST clause depends on an optional capability only when it is about th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
+
+from ckptconform.clause_versions import INTRODUCED, TIGHTENED
 
 __all__ = [
     "CAPABILITIES",
@@ -52,7 +54,8 @@ class Clause:
     ``conditions`` are the conditions its tests exercise (sizes, faults, spellings, server
     behaviours, timeouts, backends), one short phrase each; ``rationale`` says why, and
     whether Flink behaves the same ("beyond Flink: ..."), or is empty; ``spec`` names the
-    sources.
+    sources. ``since`` is the suite version that introduced it, ``tightened`` the versions
+    that tightened its requirement (``ckptconform.clause_versions``).
     """
 
     id: str
@@ -64,6 +67,8 @@ class Clause:
     conditions: tuple[str, ...]
     rationale: str
     spec: tuple[str, ...]
+    since: str = ""
+    tightened: tuple[str, ...] = ()
 
 
 #: Optional features a target may claim; clauses that need one are skipped when it is not claimed.
@@ -2119,6 +2124,17 @@ _CATALOG: list[Clause] = [
 # fmt: on
 
 
+def _versions(cid: str) -> tuple[str, tuple[str, ...]]:
+    """The version that introduced clause ``cid`` and those that tightened it."""
+    since = [version for version, ids in INTRODUCED.items() if cid in ids]
+    if len(since) != 1:
+        raise ValueError(
+            f"clause {cid}: introduced by {since or 'no version'}; list it under exactly one "
+            "version of INTRODUCED in ckptconform/clause_versions.py (a new clause: the next)"
+        )
+    return since[0], tuple(version for version, ids in TIGHTENED.items() if cid in ids)
+
+
 def _build() -> dict[str, Clause]:
     clauses: dict[str, Clause] = {}
     for clause in _CATALOG:
@@ -2134,7 +2150,11 @@ def _build() -> dict[str, Clause]:
             raise ValueError(f"clause {cid}: unknown capabilities {sorted(unknown)}")
         if not clause.conditions:
             raise ValueError(f"clause {cid}: no conditions")
-        clauses[cid] = clause
+        since, tightened = _versions(cid)
+        clauses[cid] = replace(clause, since=since, tightened=tightened)
+    listed = {cid for ids in (*INTRODUCED.values(), *TIGHTENED.values()) for cid in ids}
+    if listed - clauses.keys():
+        raise ValueError(f"clause_versions lists unknown clauses {sorted(listed - clauses.keys())}")
     return clauses
 
 

@@ -30,7 +30,7 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from ckptconform import __version__
 from ckptconform.failures import clauses_of
 from ckptconform.policy import SPARK_LEG, TRAITS, Offer, needs_of, skip_reason, storage_options_skip
 from ckptconform.profiles import PROFILES, default_profile, register_profiles
-from ckptconform.report import PROP_FAILED, blamed_clauses
+from ckptconform.report import PROP_FAILED, PROP_KIND, blamed_clauses
 
 register_profiles()  # before hypothesis's plugin loads a profile named on the command line
 
@@ -82,6 +82,9 @@ class RunState:
     required: set[str]
     leg_skips: dict[str, str]
     strict_should: bool
+    #: the pinned clause set (a suite version) and where it was set; None: every clause counts
+    clauses_as_of: str | None
+    clauses_as_of_source: str
     first_failure_per_clause: bool
     report_dir: str | None
     profile: str
@@ -168,6 +171,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="a failing SHOULD clause fails the run (default: reported as WARN)",
+    )
+    group.addoption(
+        "--clauses-as-of",
+        metavar="VERSION",
+        default=None,
+        help="judge by the clause set of suite VERSION (e.g. 0.2.0): clauses introduced or "
+        "tightened after it still run but report WARN ('new in X.Y.Z') instead of failing "
+        "(also the ini key ckptconform_clauses_as_of, or the target's clauses_as_of; default: "
+        "every clause counts)",
+    )
+    parser.addini(
+        "ckptconform_clauses_as_of",
+        "the clause set (a suite version) the run is judged by, as --clauses-as-of",
+        default="",
     )
     group.addoption(
         "--first-failure-per-clause",
@@ -281,6 +298,8 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
             + "\n".join(f"  {name}: {reason}" for name, reason in failing.items())
         )
 
+    pin, pin_source = _clause_set_pin(config, target)
+
     profile = _cli_profile(config)
     if profile is None:
         profile = default_profile()
@@ -295,12 +314,44 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         required=required,
         leg_skips=leg_skips,
         strict_should=bool(config.getoption("strict_should")),
+        clauses_as_of=pin,
+        clauses_as_of_source=pin_source,
         first_failure_per_clause=bool(config.getoption("first_failure_per_clause")),
         report_dir=config.getoption("conformance_report"),
         profile=profile,
         suite=suite_dir(),
         recorder=OutcomeRecorder(),
     )
+
+
+def _clause_set_pin(config: pytest.Config, target: Any) -> tuple[str | None, str]:
+    """The clause set the run is judged by, and where it was set: ``--clauses-as-of``, else
+    the ini key, else the target's ``clauses_as_of``; ``(None, "")`` when none pins one."""
+    from ckptconform.clause_versions import VersionError, parse_version
+
+    candidates = (
+        (config.getoption("clauses_as_of"), "--clauses-as-of"),
+        (config.getini("ckptconform_clauses_as_of"), "ini key ckptconform_clauses_as_of"),
+        (target.clauses_as_of, f"target {target.name}"),
+    )
+    for value, source in candidates:
+        if value:
+            try:
+                return parse_version(str(value)), source
+            except VersionError as exc:
+                raise pytest.UsageError(f"{source}: {exc}") from None
+    return None, ""
+
+
+def newer_clauses(pin: str | None) -> dict[str, str]:
+    """Clause id -> why it is newer than the pinned clause set ("new in 0.2.0")."""
+    if pin is None:
+        return {}
+    from ckptconform.clause_versions import newer_than
+    from ckptconform.clauses import CLAUSES
+
+    newer = {cid: newer_than(c.since, c.tightened, pin) for cid, c in CLAUSES.items()}
+    return {cid: why for cid, why in newer.items() if why is not None}
 
 
 def _keep_examples_in_pytest_cache(config: pytest.Config) -> None:
@@ -356,6 +407,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     )
     should = "fail the run" if state.strict_should else "are reported as WARN"
     lines.append(f"  hypothesis profile: {state.profile}; failing SHOULD clauses {should}")
+    if state.clauses_as_of is not None:
+        newer = newer_clauses(state.clauses_as_of)
+        lines.append(
+            f"  clause set {state.clauses_as_of} ({state.clauses_as_of_source}): "
+            f"{len(newer)} newer clause(s) report WARN when they fail"
+        )
     return lines
 
 
@@ -430,6 +487,17 @@ def pytest_collection_modifyitems(
     _select_clauses(config, items, CLAUSES)
 
 
+def _all_newer_or_should(ids: Sequence[str], state: RunState, catalog: Mapping[str, Any]) -> bool:
+    """Whether a failure of these clauses is a WARN under the run's pinned clause set: each is
+    newer than the pin, or a SHOULD clause (unless ``--strict-should``), and some is newer."""
+    newer = newer_clauses(state.clauses_as_of)
+    if not any(cid in newer for cid in ids):
+        return False
+    return all(
+        cid in newer or (catalog[cid].level == "SHOULD" and not state.strict_should) for cid in ids
+    )
+
+
 def _select_clauses(config: pytest.Config, items: list[pytest.Item], catalog: Any) -> None:
     """Keep only the tests of the clauses ``--clauses`` names (all tests without it)."""
     wanted = {cid.strip() for cid in str(config.getoption("clauses") or "").split(",")}
@@ -475,7 +543,7 @@ def _apply_policy(
     catalog: dict[str, Any],
     problems: list[str],
 ) -> None:
-    from ckptconform.report import PROP_BACKEND, PROP_CLAUSES, PROP_KIND
+    from ckptconform.report import PROP_BACKEND, PROP_CLAUSES
 
     target = state.target
     callspec = getattr(item, "callspec", None)
@@ -508,6 +576,8 @@ def _apply_policy(
         )
     elif not state.strict_should and all(catalog[cid].level == "SHOULD" for cid in ids):
         kind = "should"
+    elif _all_newer_or_should(ids, state, catalog):
+        kind = "new"
     item.stash[_KIND] = kind
     item.user_properties.append((PROP_CLAUSES, " ".join(ids)))
     item.user_properties.append((PROP_BACKEND, backend_name or ""))
@@ -631,11 +701,34 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if state.first_failure_per_clause:
             _remember_failure(item, state, named)
         report.sections.append(("ckptconform", _failure_section(item, state)))
-        if report.when == "call" and item.stash.get(_KIND, "") == "should":
-            # A failing SHOULD clause is a warning: reported as xfailed, it does not fail the run.
-            report.outcome = "skipped"
-            report.wasxfail = "SHOULD clause failed (WARN; --strict-should makes it fail)"
+        if report.when == "call":
+            _warn_instead_of_failing(item, state, report, named)
     return report
+
+
+def _warn_instead_of_failing(
+    item: pytest.Item, state: RunState, report: pytest.TestReport, named: tuple[str, ...]
+) -> None:
+    """A failing SHOULD clause, or one newer than the pinned clause set, is a warning:
+    reported as xfailed, it does not fail the run."""
+    from ckptconform.clauses import CLAUSES
+
+    kind = item.stash.get(_KIND, "")
+    if kind == "" and named:
+        # a test of old and new clauses whose failure names only new (or SHOULD) ones
+        blamed = blamed_clauses(named, _marker_args(item, "clause"))
+        if _all_newer_or_should(blamed, state, CLAUSES):
+            kind = "new"
+            report.user_properties.append((PROP_KIND, kind))
+    if kind == "should":
+        report.outcome = "skipped"
+        report.wasxfail = "SHOULD clause failed (WARN; --strict-should makes it fail)"
+    elif kind == "new":
+        newer = newer_clauses(state.clauses_as_of)
+        blamed = blamed_clauses(named, _marker_args(item, "clause"))
+        why = "; ".join(f"{cid} {newer[cid]}" for cid in blamed if cid in newer)
+        report.outcome = "skipped"
+        report.wasxfail = f"{why}, after the pinned clause set {state.clauses_as_of} (WARN)"
 
 
 def _check_server(item: pytest.Item, state: RunState) -> None:
@@ -785,6 +878,7 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
         "suite_version": __version__,
         "hypothesis_profile": state.profile,
         "strict_should": state.strict_should,
+        "clause_set": _clause_set_header(state),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "started": state.started,
@@ -795,6 +889,17 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
     state.document = build_document(header, CLAUSES, records, state.selected)
     if state.report_dir:
         state.report_paths = write_report(state.report_dir, state.document)
+
+
+def _clause_set_header(state: RunState) -> dict[str, Any]:
+    """The clause set the run was judged by: the pinned version, or the suite's own."""
+    newer = newer_clauses(state.clauses_as_of)
+    return {
+        "version": state.clauses_as_of or __version__,
+        "pinned": state.clauses_as_of is not None,
+        "source": state.clauses_as_of_source,
+        "newer": {cid: newer[cid] for cid in sorted(newer)},
+    }
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

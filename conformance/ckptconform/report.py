@@ -6,7 +6,8 @@ and the run header into the ``conformance.json`` structure, ``render_markdown`` 
 
 Test statuses: PASS, FAIL, SKIP, XFAIL (a known failure failed, as declared), XPASS (a known
 failure passed: the run fails until it is removed from ``known_failures``), WARN (a SHOULD
-clause failed; the run does not fail unless ``--strict-should``). A clause's status is the worst
+clause failed, unless ``--strict-should``, or a clause newer than the clause set the run is
+pinned to, ``--clauses-as-of``; the run does not fail). A clause's status is the worst
 of its tests' (FAIL > XPASS > WARN > XFAIL > PASS > SKIP); NOTRUN when no test ran it.
 """
 
@@ -40,7 +41,9 @@ _SEVERITY = {"FAIL": 6, "XPASS": 5, "WARN": 4, "XFAIL": 3, "PASS": 2, "SKIP": 1}
 #: user_properties keys the plugin attaches to every suite item.
 PROP_CLAUSES = "ckptconform.clauses"
 PROP_BACKEND = "ckptconform.backend"
-PROP_KIND = "ckptconform.kind"  # "", "should" (SHOULD-only test) or "known" (known failure)
+#: "", "should" (SHOULD-only test), "new" (newer than the pinned clause set) or "known"
+#: (known failure)
+PROP_KIND = "ckptconform.kind"
 #: On a failed report: the clause ids its ``ClauseFailure`` named (``failures.clauses_of``).
 PROP_FAILED = "ckptconform.failed"
 
@@ -65,6 +68,9 @@ class Outcome:
     #: For a failing test: the clauses its failure is attributed to (see ``attribute``).
     failed_clauses: list[str] = field(default_factory=list)
 
+
+#: Kinds of tests whose failure is a WARN (see ``PROP_KIND``).
+_WARNING_KINDS = frozenset({"should", "new"})
 
 #: Statuses that say a clause is broken; a test in one of them blames ``failed_clauses`` only.
 _BLAMING = frozenset({"FAIL", "WARN", "XFAIL", "XPASS"})
@@ -168,7 +174,7 @@ class OutcomeRecorder:
             if wasxfail is not None:
                 return (
                     ("PASS", "")
-                    if kind == "should"
+                    if kind in _WARNING_KINDS
                     else ("XPASS", f"unexpectedly passed: {wasxfail}")
                 )
             return "PASS", ""
@@ -176,7 +182,7 @@ class OutcomeRecorder:
             if wasxfail is not None:
                 detail = _first_line(_message(report))
                 reason = f"{wasxfail}: {detail}" if detail else str(wasxfail)
-                return ("WARN" if kind == "should" else "XFAIL"), reason
+                return ("WARN" if kind in _WARNING_KINDS else "XFAIL"), reason
             return "SKIP", _message(report)
         text = _message(report)
         if isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]"):
@@ -223,6 +229,8 @@ def build_document(
         reasons = sorted({r.message for r in tests if r.status == status and r.message})
         clause_docs[cid] = {
             "level": getattr(clause, "level", "?"),
+            "since": getattr(clause, "since", ""),
+            "tightened": list(getattr(clause, "tightened", ())),
             "group": getattr(clause, "group", cid.partition("-")[0]),
             "title": getattr(clause, "title", ""),
             "capabilities": list(getattr(clause, "capabilities", ())),
@@ -252,14 +260,32 @@ def summary_lines(document: Mapping[str, Any]) -> list[str]:
         f"{counts[s]} {s}" for s in CLAUSE_STATUSES if counts.get(s) and s != "NOTRUN"
     )
     lines = [f"{len(ran)} clauses checked: {parts or 'none'}"]
+    newer = (document["header"].get("clause_set") or {}).get("newer", {})
     for status in ("FAIL", "XPASS", "WARN", "XFAIL"):
         for cid, clause in ran.items():
             if clause["status"] == status:
-                lines.append(f"  {status:<5} {cid:<8} {clause['title']}")
+                note = f" ({newer[cid]})" if status == "WARN" and cid in newer else ""
+                lines.append(f"  {status:<5} {cid:<8} {clause['title']}{note}")
+    lines.extend(_clause_set_lines(document["header"].get("clause_set"), ran))
     stale = [cid for cid in document["header"].get("known_failures", {}) if cid not in ran]
     if stale:
         lines.append(f"  note: known_failures {', '.join(sorted(stale))} matched no test that ran")
     return lines
+
+
+def _clause_set_lines(clause_set: Mapping[str, Any] | None, ran: Mapping[str, Any]) -> list[str]:
+    """Under a pinned clause set: how many clauses that ran are newer, and how many warn."""
+    if not clause_set or not clause_set.get("pinned"):
+        return []
+    newer = [cid for cid in clause_set.get("newer", {}) if cid in ran]
+    warned = [cid for cid in newer if ran[cid]["status"] == "WARN"]
+    pinned = f"clause set {clause_set['version']} ({clause_set['source']})"
+    if not newer:
+        return [f"  {pinned}: no clause that ran is newer"]
+    return [
+        f"  {pinned}: {len(newer)} newer clause(s) ran, {len(warned)} failed (WARN, not "
+        "FAIL): move the pin forward to adopt them"
+    ]
 
 
 def _cell(status: str) -> str:
@@ -287,6 +313,10 @@ def render_markdown(document: Mapping[str, Any]) -> str:
     spark = header.get("spark")
     if spark:
         out.append(f"- spark leg: {_spark_line(spark)}")
+    clause_set = header.get("clause_set")
+    if clause_set:
+        pinned = f" (pinned by {clause_set['source']})" if clause_set.get("pinned") else ""
+        out.append(f"- clause set: {clause_set['version']}{pinned}")
     for key in ("suite_version", "hypothesis_profile", "strict_should", "python", "platform",
                 "started", "finished", "exit_status"):  # fmt: skip
         if key in header:

@@ -4,8 +4,10 @@
 to ``conformance_target``. ``--impl=NAME`` also finds targets registered in the entry-point
 group ``ckptconform.targets``. The target is duck-typed (ARCHITECTURE.md section 4; typed as
 ``ckptconform.ConformanceTarget``): ``name``, ``capabilities``, ``make_storage(*,
-checkpoint_dir, savepoint_dir, options)``, optional ``schemes``, ``known_failures`` and
-``options``, and an optional ``version``: the version of the storage under test, for a target
+checkpoint_dir, savepoint_dir, options)``, optional ``schemes``, ``known_failures``,
+``options`` and ``clauses_as_of`` (the clause set its CI is judged by, as ``--clauses-as-of``;
+not a member of ``ConformanceTarget``, so typed targets need not give it), and an optional
+``version``: the version of the storage under test, for a target
 that adapts another system (the Flink targets say 2.3.0, Flink's, where their distribution is
 the adapter's); without it the header shows the version of the distribution (or the
 ``__version__``) of the target's top-level module. Every problem is a ``TargetError`` with a
@@ -77,6 +79,8 @@ class Target:
     #: capability -> the only schemes on which it holds (capabilities claimed everywhere are
     #: not keys)
     capability_schemes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #: the clause set (a suite version) the target pins; None: every clause counts
+    clauses_as_of: str | None = None
 
     def make_storage(
         self,
@@ -220,6 +224,7 @@ def validate_target(
     obj: Any, *, spec: str = "", origin: str = "", version: str | None = None
 ) -> Target:
     """Check the duck-typed target against the catalog and wrap it in a frozen ``Target``."""
+    from ckptconform.clause_versions import VersionError, parse_version
     from ckptconform.clauses import CAPABILITIES, CLAUSES, OPTIONS, options_of_capability
 
     where = f"--impl={spec}: target {origin or type(obj).__name__}"
@@ -280,6 +285,13 @@ def validate_target(
                     f"{', '.join(needed)}: add them to 'options' or do not claim {capability!r}"
                 )
 
+    clauses_as_of = getattr(obj, "clauses_as_of", None)
+    if clauses_as_of is not None:
+        try:
+            clauses_as_of = parse_version(str(clauses_as_of))
+        except VersionError as exc:
+            problems.append(f"'clauses_as_of': {exc}")
+
     if problems:
         raise TargetError(f"{where} is invalid:\n  - " + "\n  - ".join(problems))
     assert callable(factory)
@@ -294,6 +306,7 @@ def validate_target(
         version=version,
         options=options,
         capability_schemes=capability_schemes,
+        clauses_as_of=clauses_as_of,
     )
 
 

@@ -2,8 +2,9 @@
 
 A scratch repository is made from the recipe; the command of its tox environment runs here
 (with this checkout's kit instead of the one from the package index, and on fewer legs to
-keep CI short) and must pass and leave the Markdown, JSON and JUnit reports the workflow keeps
-as artifacts. The workflow itself is checked for the steps the recipe promises.
+keep CI short) and must pass, judged by the clause set the recipe pins, and leave the
+Markdown, JSON and JUnit reports the workflow keeps as artifacts. The workflow itself is
+checked for the steps the recipe promises.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import shlex
 import shutil
 import subprocess
+import tomllib
 import xml.etree.ElementTree as ET
 
 import yaml
@@ -60,6 +62,13 @@ def test_the_tox_gate_passes_from_a_scratch_repository(tmp_path):
     assert run.returncode == 0, run
     report = json.loads((repo / "conformance-report" / "conformance.json").read_text())
     assert report["header"]["target"]["name"] == "auditstore"
+    pin = tomllib.loads((RECIPE / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert report["header"]["clause_set"] == {
+        "version": pin["ckptconform_clauses_as_of"],
+        "pinned": True,
+        "source": "ini key ckptconform_clauses_as_of",
+        "newer": {},
+    }
     statuses = {cid: c["status"] for cid, c in report["clauses"].items()}
     assert [cid for cid, s in statuses.items() if s == "PASS" and cid.startswith("INL-")]
     assert "FAIL" not in statuses.values(), statuses
