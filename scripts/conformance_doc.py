@@ -458,7 +458,7 @@ def _cell(text: str) -> str:
 
 
 def _index_section(tests: dict[str, list[str]], outcomes: dict[str, Any] | None) -> list[str]:
-    columns = ["clause", "level", "capability", "title", "tests"]
+    columns = ["clause", "level", "capability", "title", "since", "tests"]
     if outcomes is not None:
         columns += [
             f"Flink {outcomes['flink']} {t['storage']}" for t in outcomes["targets"].values()
@@ -476,6 +476,7 @@ def _index_section(tests: dict[str, list[str]], outcomes: dict[str, Any] | None)
             clause.level,
             capability,
             _cell(clause.title),
+            since_label(clause).replace("tightened in", "tightened"),
             str(len(tests.get(clause.id, []))),
             *_flink_cells(outcomes, clause.id),
         ]
@@ -483,21 +484,24 @@ def _index_section(tests: dict[str, list[str]], outcomes: dict[str, Any] | None)
     return lines
 
 
-#: Conditions longer than this (joined) show as a list, one condition a line; shorter ones on
-#: one line, so that CONFORMANCE.md stays short enough to read through.
-CONDITIONS_INLINE = 800
+def since_label(clause: Clause) -> str:
+    """The version that introduced the clause, and those that tightened it."""
+    tightened = "".join(f", tightened in {version}" for version in clause.tightened)
+    return f"{clause.since}{tightened}"
 
 
 def _clause_lines(
     clause: Clause, tests: dict[str, list[str]], outcomes: dict[str, Any] | None
 ) -> list[str]:
-    """One clause: heading, requirement, conditions (a line, or a list where they are long),
-    and a line with the rationale, sources, capability, Flink's outcome and the tests (the
-    lines before it end with a backslash, a hard line break)."""
-    about = [f"*Why:* {_md(clause.rationale)}"] if clause.rationale else []
+    """One clause: heading; the requirement, a paragraph of its own; then a paragraph with the
+    conditions, the rationale, sources, capability, versions, Flink's outcome and the tests."""
+    about = ["*Conditions:* " + " · ".join(_md(c) for c in clause.conditions) + "."]
+    if clause.rationale:
+        about.append(f"*Why:* {_md(clause.rationale)}")
     about.append(f"*Sources:* {', '.join(clause.spec) or '-'}")
     if clause.capabilities:
         about.append("*Capability:* " + ", ".join(f"`{c}`" for c in clause.capabilities))
+    about.append(f"*Since:* {since_label(clause)}")
     if outcomes is not None:
         names = [t["storage"] for t in outcomes["targets"].values()]
         cells = _flink_cells(outcomes, clause.id)
@@ -506,15 +510,11 @@ def _clause_lines(
             + ", ".join(f"{n} {c}" for n, c in zip(names, cells, strict=True))
         )
     about.append("Tests: " + (", ".join(f"`{t}`" for t in tests.get(clause.id, [])) or "none"))
-    text = f"{_md(clause.text)}\\"
-    if len(" · ".join(clause.conditions)) > CONDITIONS_INLINE:
-        shown = [text, "*Conditions:*", *(f"- {_md(c)}" for c in clause.conditions), ""]
-    else:
-        shown = [text, "*Conditions:* " + " · ".join(_md(c) for c in clause.conditions) + "\\"]
     return [
         HEADING_FORMAT.format(id=clause.id, level=clause.level, title=_md(clause.title)),
-        *shown,
-        " · ".join(about),
+        _md(clause.text),
+        "",
+        " ".join(about[:1]) + " " + " · ".join(about[1:]),
     ]
 
 
@@ -532,7 +532,9 @@ def render(suite_dir: Path = SUITE_DIR, outcomes_path: Path = FLINK_OUTCOMES) ->
         "Each clause has a stable id, a level, the capability it needs (if any) and a "
         "requirement: what an implementation must (or should) do. Below the requirement: the "
         "conditions its tests exercise, why (and whether Flink does the same), its sources, "
-        "Flink's outcome and its tests. The index lists every clause on one line.",
+        "the suite version that introduced it (and those that tightened it: "
+        "`--clauses-as-of` pins a version's clause set), Flink's outcome and its tests. The "
+        "index lists every clause on one line.",
         "",
         "- **MUST**: a violation fails the run. A MUST clause without a capability always runs.",
         "- **SHOULD**: a violation is reported as WARN and does not fail the run, unless "
