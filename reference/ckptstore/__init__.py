@@ -25,7 +25,7 @@ __version__ = "0.3.0"
 
 _LAZY = {
     "FileSystemCheckpointStorage": "ckptstore.filesystem_storage",
-    "JobManagerCheckpointStorage": "ckptstore.jobmanager_storage",
+    "JobManagerCheckpointStorage": "ckptstore.jobmanager.storage",
     "FileStateHandle": "ckptstore.handles",
     "RelativeFileStateHandle": "ckptstore.handles",
     "CheckpointConfig": "ckptstore.config",
@@ -83,7 +83,7 @@ if TYPE_CHECKING:  # the names __getattr__ provides, for type checkers
     from ckptstore.filesystem_storage import FileSystemCheckpointStorage
     from ckptstore.filesystems import RetryBudget, retry_budget
     from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
     from ckptstore.leftovers import Leftover
     from ckptstore.loader import load_checkpoint_storage
     from ckptstore.redaction import redact

@@ -1,7 +1,7 @@
 """What both checkpoint storage accesses share, as Flink's ``AbstractFsCheckpointStorageAccess``.
 
 ``FsCheckpointStorageAccess`` (``ckptstore.access``) and ``MemoryBackendCheckpointStorageAccess``
-(``ckptstore.jobmanager_access``) are one job's view of their storage. They differ in where
+(``ckptstore.jobmanager.access``) are one job's view of their storage. They differ in where
 checkpoint state goes; everything else is here, once:
 
 * the checks of the contract's arguments: the job id, checkpoint ids, location references and

@@ -114,7 +114,7 @@ def _make_file_system_storage(
 def _make_jobmanager_storage(
     checkpoint_dir: str | None, savepoint_dir: str | None, kwargs: dict[str, Any]
 ) -> CheckpointStorage:
-    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
 
     return JobManagerCheckpointStorage(checkpoint_dir, savepoint_path=savepoint_dir, **kwargs)
 

@@ -42,7 +42,7 @@ from ckptstore.validation import describe
 
 if TYPE_CHECKING:
     from ckptstore.filesystem_storage import FileSystemCheckpointStorage
-    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
 
 __all__ = [
     "DEFAULT_FILE_STATE_THRESHOLD",
@@ -100,7 +100,7 @@ def load_jobmanager_storage(
     config: Mapping[str, str | int | bool], *, storage_options: Mapping[str, Any] | None = None
 ) -> JobManagerCheckpointStorage:
     """A ``JobManagerCheckpointStorage`` with the configured checkpoint and savepoint paths."""
-    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
 
     config = _require_mapping(config)
     try:

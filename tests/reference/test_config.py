@@ -337,7 +337,7 @@ def test_set_checkpoint_storage_rejects_non_storage(config: CheckpointConfig) ->
 
 def test_set_checkpoint_storage_with_jobmanager_storage(config: CheckpointConfig) -> None:
     """CC4, CC5: the reference JobManager storage is a CheckpointStorage."""
-    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
 
     storage = JobManagerCheckpointStorage()
     config.set_checkpoint_storage(storage)

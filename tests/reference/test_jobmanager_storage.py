@@ -38,14 +38,17 @@ from ckptstore.errors import (
     UnsupportedSchemeError,
 )
 from ckptstore.handles import RelativeFileStateHandle
-from ckptstore.jobmanager_storage import (
+from ckptstore.jobmanager.memory_streams import (
+    MemCheckpointStreamFactory,
+    MemoryCheckpointOutputStream,
+)
+from ckptstore.jobmanager.storage import (
     DEFAULT_MAX_STATE_SIZE,
     JobManagerCheckpointStorage,
     MemoryBackendCheckpointStorageAccess,
     NonPersistentMetadataCheckpointStorageLocation,
     PersistentMetadataCheckpointStorageLocation,
 )
-from ckptstore.memory_streams import MemCheckpointStreamFactory, MemoryCheckpointOutputStream
 from ckptstore.toolset import NotDuplicatingCheckpointStateToolset
 
 SAVEPOINT_NAME = re.compile(r"^savepoint-[0-9a-f]{6}-[0-9a-f]{12}$")
@@ -197,7 +200,7 @@ def test_access_registers_its_file_systems(job_id: JobID) -> None:
         ("memory:///sp", options),
         ("s3://bucket/ckpt", options),
     ]
-    with mock.patch("ckptstore.jobmanager_storage.register_path") as register:
+    with mock.patch("ckptstore.jobmanager.storage.register_path") as register:
         pickle.loads(pickle.dumps(storage))
     assert registered(register) == [("memory:///sp", options), ("s3://bucket/ckpt", options)]
 
@@ -302,14 +305,14 @@ def test_non_persistent_location_is_picklable(job_id: JobID) -> None:
 
 
 def test_pickles_naming_the_former_module_load(job_id: JobID) -> None:
-    """SER, MEM3: the locations moved to ``ckptstore.jobmanager_locations``; a completed
-    location pickled when its class lived in ``ckptstore.jobmanager_storage`` still loads."""
+    """SER, MEM3: the locations moved to ``ckptstore.jobmanager.locations``; a completed
+    location pickled when its class lived in ``ckptstore.jobmanager.storage`` still loads."""
     access = JobManagerCheckpointStorage().create_checkpoint_storage(job_id)
     completed = _checkpoint(access, 1, b"x", b"meta")
     blob = pickle.dumps(completed, protocol=2)  # protocol 2 names a class in a text line
-    now = b"ckptstore.jobmanager_locations\n"
+    now = b"ckptstore.jobmanager.locations\n"
     assert now in blob
-    copy = pickle.loads(blob.replace(now, b"ckptstore.jobmanager_storage\n"))
+    copy = pickle.loads(blob.replace(now, b"ckptstore.jobmanager.storage\n"))
     assert type(copy) is type(completed)
     assert copy.metadata_handle.data == b"meta"
     assert copy.external_pointer == NON_ADDRESSABLE_POINTER
@@ -450,9 +453,9 @@ def test_no_directory_requests_on_object_stores(job_id: JobID) -> None:
     access = storage.create_checkpoint_storage(job_id)
     fake_fs = mock.Mock()
     with (
-        mock.patch("ckptstore.jobmanager_access.filesystem_for", return_value=fake_fs),
+        mock.patch("ckptstore.jobmanager.access.filesystem_for", return_value=fake_fs),
         mock.patch("ckptstore.base_access.filesystem_for", return_value=fake_fs),
-        mock.patch("ckptstore.jobmanager_access.probe_conditional_writes") as probe,
+        mock.patch("ckptstore.jobmanager.access.probe_conditional_writes") as probe,
     ):
         access.initialize_base_locations_for_checkpoint()
         location = access.initialize_location_for_checkpoint(5)

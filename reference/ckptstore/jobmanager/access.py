@@ -2,9 +2,9 @@
 
 State is kept in memory on the worker side whatever the location reference: every stream is a
 ``MemoryCheckpointOutputStream`` of at most ``max_state_size`` bytes per handle
-(``ckptstore.memory_streams``). On the coordinator side a checkpoint location writes its
+(``ckptstore.jobmanager.memory_streams``). On the coordinator side a checkpoint location writes its
 ``_metadata`` to ``<checkpoint path>/<job id>/chk-<n>/`` when a checkpoint path is set and
-nowhere otherwise (``ckptstore.jobmanager_locations``).
+nowhere otherwise (``ckptstore.jobmanager.locations``).
 
 What does not depend on where state goes lives in ``ckptstore.base_access``, shared with the
 file-system storage's access: argument checks, allowed schemes, pointer resolution and the
@@ -27,12 +27,15 @@ from ckptstore.filesystems import (
     path_is_s3,
     probe_conditional_writes,
 )
-from ckptstore.jobmanager_locations import (
+from ckptstore.jobmanager.locations import (
     MemoryCheckpointStorageLocation,
     NonPersistentMetadataCheckpointStorageLocation,
     PersistentMetadataCheckpointStorageLocation,
 )
-from ckptstore.memory_streams import MemCheckpointStreamFactory, MemoryCheckpointOutputStream
+from ckptstore.jobmanager.memory_streams import (
+    MemCheckpointStreamFactory,
+    MemoryCheckpointOutputStream,
+)
 from ckptstore.paths import StoragePath
 from ckptstore.toolset import NotDuplicatingCheckpointStateToolset
 from ckptstore.validation import JAVA_INT_MAX, require_int

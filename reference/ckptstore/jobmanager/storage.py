@@ -9,8 +9,8 @@ file system (``<savepoint base>/savepoint-<job[0:6]>-<12 hex>/_metadata``, L5) w
 inline in the metadata.
 
 The storage object is picklable configuration; ``create_checkpoint_storage(job_id)`` returns a
-``MemoryBackendCheckpointStorageAccess`` (``ckptstore.jobmanager_access``) that does the work,
-with the locations of ``ckptstore.jobmanager_locations``. Both modules' classes are exported
+``MemoryBackendCheckpointStorageAccess`` (``ckptstore.jobmanager.access``) that does the work,
+with the locations of ``ckptstore.jobmanager.locations``. Both modules' classes are exported
 here too, where they were defined before, so imports and pickles that name them here work.
 """
 
@@ -23,8 +23,8 @@ from ckptstore.api import JobID
 from ckptstore.base_access import allowed_schemes_argument, optional_path_argument
 from ckptstore.errors import InvalidArgumentError, MissingArgumentError
 from ckptstore.filesystems import register_path
-from ckptstore.jobmanager_access import MemoryBackendCheckpointStorageAccess, require_max_state_size
-from ckptstore.jobmanager_locations import (
+from ckptstore.jobmanager.access import MemoryBackendCheckpointStorageAccess, require_max_state_size
+from ckptstore.jobmanager.locations import (
     MemoryCheckpointStorageLocation,
     NonPersistentCompletedCheckpointStorageLocation,
     NonPersistentMetadataCheckpointStorageLocation,

@@ -1,7 +1,7 @@
 """The JobManager storage's checkpoint and savepoint locations (MEM3, L5, L6, PTR10, MD7).
 
-State is always inline (``ckptstore.memory_streams``); a location differs only in where its
-``_metadata`` goes:
+State is always inline (``ckptstore.jobmanager.memory_streams``); a location differs only in
+where its ``_metadata`` goes:
 
 * ``PersistentMetadataCheckpointStorageLocation``: to the file ``<dir>/_metadata`` of a
   ``chk-<n>`` directory (with a checkpoint path) or a ``savepoint-...`` directory, written and
@@ -11,7 +11,7 @@ State is always inline (``ckptstore.memory_streams``); a location differs only i
   ``NonPersistentCompletedCheckpointStorageLocation``, has the pointer
   ``NON_ADDRESSABLE_POINTER``, which resolves nowhere.
 
-These classes were defined in ``ckptstore.jobmanager_storage``, which still exports them, so
+These classes were defined in ``ckptstore.jobmanager.storage``, which still exports them, so
 pickles that name them there load.
 """
 
@@ -31,8 +31,8 @@ from ckptstore.api import (
 from ckptstore.calls import public_call
 from ckptstore.errors import InvalidHandleError, StreamClosedError
 from ckptstore.filesystems import delete_tree, filesystem_for
+from ckptstore.jobmanager.memory_streams import MemCheckpointStreamFactory
 from ckptstore.layout import require_disposable
-from ckptstore.memory_streams import MemCheckpointStreamFactory
 from ckptstore.metadata import FsCheckpointMetadataOutputStream
 from ckptstore.names import unique_name
 from ckptstore.paths import StoragePath
