@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.3.0"
 
 _LAZY = {
-    "FileSystemCheckpointStorage": "ckptstore.filesystem_storage",
+    "FileSystemCheckpointStorage": "ckptstore.filesystem.storage",
     "JobManagerCheckpointStorage": "ckptstore.jobmanager.storage",
-    "FileStateHandle": "ckptstore.handles",
-    "RelativeFileStateHandle": "ckptstore.handles",
+    "FileStateHandle": "ckptstore.filesystem.handles",
+    "RelativeFileStateHandle": "ckptstore.filesystem.handles",
     "CheckpointConfig": "ckptstore.config",
     "CheckpointingMode": "ckptstore.config",
     "ExternalizedCheckpointRetention": "ckptstore.config",
@@ -38,7 +38,7 @@ _LAZY = {
     "CheckpointedStateScope": "ckptstore.api",
     "CheckpointStorageLocationReference": "ckptstore.api",
     "JobID": "ckptstore.api",
-    "Leftover": "ckptstore.leftovers",
+    "Leftover": "ckptstore.filesystem.leftovers",
     "RetryBudget": "ckptstore.filesystems",
     "redact": "ckptstore.redaction",
     "retry_budget": "ckptstore.filesystems",
@@ -80,11 +80,11 @@ if TYPE_CHECKING:  # the names __getattr__ provides, for type checkers
         ExternalizedCheckpointRetention,
     )
     from ckptstore.conformance import conformance_target
-    from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+    from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+    from ckptstore.filesystem.leftovers import Leftover
+    from ckptstore.filesystem.storage import FileSystemCheckpointStorage
     from ckptstore.filesystems import RetryBudget, retry_budget
-    from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
     from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
-    from ckptstore.leftovers import Leftover
     from ckptstore.loader import load_checkpoint_storage
     from ckptstore.redaction import redact
 

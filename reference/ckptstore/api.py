@@ -69,7 +69,7 @@ Untrusted input (what every implementation should do; the reference does it as d
   (``ckptstore.redaction``).
 * Crash leftovers (staging files, state files of checkpoints that never got ``_metadata``)
   can be found and removed within the storage's own layout (the reference:
-  ``find_leftovers``/``clean_leftovers`` of its storages, ``ckptstore.leftovers``).
+  ``find_leftovers``/``clean_leftovers`` of its storages, ``ckptstore.filesystem.leftovers``).
 """
 
 from __future__ import annotations

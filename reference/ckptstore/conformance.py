@@ -106,7 +106,7 @@ def _translate(
 def _make_file_system_storage(
     checkpoint_dir: str, savepoint_dir: str | None, kwargs: dict[str, Any]
 ) -> CheckpointStorage:
-    from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+    from ckptstore.filesystem.storage import FileSystemCheckpointStorage
 
     return FileSystemCheckpointStorage(checkpoint_dir, savepoint_path=savepoint_dir, **kwargs)
 

@@ -696,8 +696,8 @@ def _is_directory(fs: Any, path: StoragePath) -> bool:
 def list_directory(fs: Any, path: StoragePath) -> list[dict[str, Any]]:
     """The entries directly in ``path`` (fsspec ``ls(detail=True)``); missing gives ``[]``.
 
-    Used only by the crash-leftover scan (``ckptstore.leftovers``), never on the checkpoint
-    path: on S3 it is one ListObjectsV2 per page.
+    Used only by the crash-leftover scan (``ckptstore.filesystem.leftovers``), never on the
+    checkpoint path: on S3 it is one ListObjectsV2 per page.
     """
     with io_errors("list", path, fs):
         try:
@@ -831,7 +831,8 @@ def publish_exclusive(
     A failure removes whatever the publish staged (a temporary file, a half-written target it
     created): nothing of it stays on the backend, so the next attempt finds a clean directory.
     Only a crash between the temp file's creation and its removal leaves
-    ``._metadata.<hex>.inprogress`` behind (``ckptstore.leftovers`` finds and removes it).
+    ``._metadata.<hex>.inprogress`` behind (``ckptstore.filesystem.leftovers`` finds and removes
+    it).
     """
     try:
         if path.scheme == "file":
@@ -1008,8 +1009,8 @@ def delete_tree(fs: Any, path: StoragePath) -> None:
     S3: ``ckptstore.s3.delete_below``: the open multipart uploads below the directory are
     aborted (ListMultipartUploads), then one ListObjectsV2 and one DeleteObjects per 1000
     keys; a bucket's root is refused. Elsewhere ``fs.rm(recursive=True)``. Callers confine it
-    to directories the storage's layout names (``ckptstore.layout``); a path the client would
-    read as another one is refused (:func:`require_literal_path`).
+    to directories the storage's layout names (``ckptstore.filesystem.layout``); a path the client
+    would read as another one is refused (:func:`require_literal_path`).
     """
     require_literal_path(fs, path, "delete")
     with io_errors("delete", path, fs):

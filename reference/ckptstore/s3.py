@@ -28,7 +28,7 @@ fails (a HeadObject asks whether the upload committed, a delete removes what it 
 and every transfer included: set it above the time the longest call takes (the last parts of
 a large upload, the deletes of a large disposal). A call whose budget is spent fails without
 the cleanup requests it could not send; what they would have removed is a crash leftover
-(``ckptstore.leftovers``).
+(``ckptstore.filesystem.leftovers``).
 Retried, with botocore's exponential backoff with jitter (at most ``2**n`` s before retry
 ``n + 1``): throttling (S3's 503 SlowDown and the other throttling codes), 5xx answers,
 timeouts and dropped connections. Not retried: 4xx answers (access denied, a failed
@@ -82,7 +82,7 @@ of a process that ran no setup. The answer is cached (:func:`conditional_write_m
   ``_metadata``, so at most one writes and a loser (``MetadataExistsError``) never touches
   ``_metadata``. That holds where the server's listings show every object written before
   them (AWS S3, s3rver); racing finalizations may all give way. A claim left by a crash is a
-  leftover (``ckptstore.leftovers``).
+  leftover (``ckptstore.filesystem.leftovers``).
 
 Reads
 -----
@@ -112,7 +112,7 @@ warning. A key that begins or ends with whitespace is deleted with a DeleteObjec
 (an XML body may lose that whitespace: s3rver deletes another key then), and a DeleteObjects
 answered with an error is checked with the same listing again: keys that are gone count as
 deleted (s3rver answers 500 when its parallel deletes race on an emptied directory). Callers
-confine it to the layout (``ckptstore.layout``); it refuses a bucket's root.
+confine it to the layout (``ckptstore.filesystem.layout``); it refuses a bucket's root.
 
 This module is imported by ``ckptstore.filesystems``; s3fs and botocore are imported lazily.
 """
@@ -201,12 +201,12 @@ CONDITIONAL_WRITES_REFUSED = "ignored: finalization refused"
 CONDITIONAL_WRITES_UNKNOWN = "unknown: not probed yet"
 #: File systems whose exclusive create is native (local ``os.link``, memory under a lock).
 CONDITIONAL_WRITES_NATIVE = "honoured"
-#: The probe object's name: this prefix and 32 hex characters (``ckptstore.layout``).
+#: The probe object's name: this prefix and 32 hex characters (``ckptstore.filesystem.layout``).
 PROBE_PREFIX = ".ckptstore-probe."
 #: ``storage_options`` key: publish ``_metadata`` where the server ignores conditional
 #: writes (claim-then-write) instead of refusing (a bool, default False).
 ALLOW_UNCONDITIONAL_METADATA = "allow_unconditional_metadata"
-#: A claim is named ``_metadata.<32 hex>.inprogress`` (``ckptstore.layout``).
+#: A claim is named ``_metadata.<32 hex>.inprogress`` (``ckptstore.filesystem.layout``).
 CLAIM_SUFFIX = ".inprogress"
 _CLAIM_TAIL = re.compile(r"\.[0-9a-f]{32}" + re.escape(CLAIM_SUFFIX))
 

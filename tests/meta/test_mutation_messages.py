@@ -215,7 +215,7 @@ def test_a_local_that_feeds_only_a_raised_errors_words_is_a_message(
     mutated = RAISING.replace("mutmut_orig", "mutmut_1").replace(*change.split(" => "))
     path = tmp_path / "pointers.py"
     path.write_text(textwrap.dedent(RAISING + mutated), encoding="utf-8")
-    reason = messages.message_reason("ckptstore.pointers.x_resolve__mutmut_1", path, [])
+    reason = messages.message_reason("ckptstore.filesystem.pointers.x_resolve__mutmut_1", path, [])
     assert bool(reason) is excused, change
 
 

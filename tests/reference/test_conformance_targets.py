@@ -19,7 +19,7 @@ from ckptstore.api import (
 )
 from ckptstore.conformance import ReferenceTarget, conformance_target, jobmanager_target
 from ckptstore.errors import ConfigurationError, InvalidArgumentError, StateSizeExceededError
-from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+from ckptstore.filesystem.storage import FileSystemCheckpointStorage
 from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
 
 REPO = Path(__file__).resolve().parents[2]

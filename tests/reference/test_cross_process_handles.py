@@ -41,7 +41,7 @@ from ckptconform.proxy import CountingProxy
 from ckptstore import FileSystemCheckpointStorage, filesystems
 from ckptstore.api import CheckpointedStateScope, CheckpointStorageLocationReference, JobID
 from ckptstore.errors import CheckpointIOError, CheckpointNotFoundError
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
 from tests.reference import _handles_child
 from tests.reference._moto import DIRECTORY_PROBES, S3Root, reset_filesystem_caches
 

@@ -23,7 +23,7 @@ import pytest
 from ckptstore import filesystems
 from ckptstore import s3 as s3_module
 from ckptstore.api import CheckpointedStateScope, JobID
-from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+from ckptstore.filesystem.storage import FileSystemCheckpointStorage
 from ckptstore.paths import parse_storage_path
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root

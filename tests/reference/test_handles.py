@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from ckptstore import FileStateHandle, RelativeFileStateHandle
-from ckptstore import handles as handles_module
 from ckptstore.api import FileStateHandle as FileStateHandleProtocol
 from ckptstore.api import RelativeFileStateHandle as RelativeProtocol
 from ckptstore.errors import (
@@ -18,6 +17,7 @@ from ckptstore.errors import (
     MissingArgumentError,
     StateSizeMismatchError,
 )
+from ckptstore.filesystem import handles as handles_module
 from ckptstore.filesystems import register_filesystem, register_path
 from ckptstore.paths import parse_storage_path
 from tests.reference._fsroot import FsRoot

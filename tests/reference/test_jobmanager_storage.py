@@ -37,7 +37,8 @@ from ckptstore.errors import (
     StreamClosedError,
     UnsupportedSchemeError,
 )
-from ckptstore.handles import RelativeFileStateHandle
+from ckptstore.filesystem.handles import RelativeFileStateHandle
+from ckptstore.filesystem.toolset import NotDuplicatingCheckpointStateToolset
 from ckptstore.jobmanager.memory_streams import (
     MemCheckpointStreamFactory,
     MemoryCheckpointOutputStream,
@@ -49,7 +50,6 @@ from ckptstore.jobmanager.storage import (
     NonPersistentMetadataCheckpointStorageLocation,
     PersistentMetadataCheckpointStorageLocation,
 )
-from ckptstore.toolset import NotDuplicatingCheckpointStateToolset
 
 SAVEPOINT_NAME = re.compile(r"^savepoint-[0-9a-f]{6}-[0-9a-f]{12}$")
 
@@ -194,7 +194,7 @@ def test_access_registers_its_file_systems(job_id: JobID) -> None:
     def registered(register: mock.Mock) -> list[tuple[str, Any]]:
         return sorted((path.url, opts) for path, opts in (c.args for c in register.call_args_list))
 
-    with mock.patch("ckptstore.base_access.register_path") as register:
+    with mock.patch("ckptstore.filesystem.base_access.register_path") as register:
         storage.create_checkpoint_storage(job_id)
     assert registered(register) == [
         ("memory:///sp", options),
@@ -454,7 +454,7 @@ def test_no_directory_requests_on_object_stores(job_id: JobID) -> None:
     fake_fs = mock.Mock()
     with (
         mock.patch("ckptstore.jobmanager.access.filesystem_for", return_value=fake_fs),
-        mock.patch("ckptstore.base_access.filesystem_for", return_value=fake_fs),
+        mock.patch("ckptstore.filesystem.base_access.filesystem_for", return_value=fake_fs),
         mock.patch("ckptstore.jobmanager.access.probe_conditional_writes") as probe,
     ):
         access.initialize_base_locations_for_checkpoint()
@@ -647,7 +647,9 @@ def test_savepoint_mkdir_failure(job_id: JobID, tmp_path: Path) -> None:
         job_id
     )
     with (
-        mock.patch("ckptstore.base_access.make_directory_exclusive", return_value=False) as mkdir,
+        mock.patch(
+            "ckptstore.filesystem.base_access.make_directory_exclusive", return_value=False
+        ) as mkdir,
         pytest.raises(OSError, match="Failed to create savepoint directory at"),
     ):
         access.initialize_location_for_savepoint(1)

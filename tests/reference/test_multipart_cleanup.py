@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage, leftovers
+from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage
 from ckptstore import s3 as s3_module
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.errors import DisposalRefusedError
+from ckptstore.filesystem import leftovers
 from ckptstore.filesystems import delete_tree, filesystem_for
 from ckptstore.paths import parse_storage_path
 from tests.reference._moto import S3Root

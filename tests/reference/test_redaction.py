@@ -25,8 +25,8 @@ from ckptstore import (
 )
 from ckptstore.api import JobID, encode_path_as_reference
 from ckptstore.errors import CheckpointIOError
+from ckptstore.filesystem.handles import FileStateHandle
 from ckptstore.filesystems import register_filesystem, store_token
-from ckptstore.handles import FileStateHandle
 from ckptstore.io_errors import translate_io_error
 from ckptstore.paths import parse_storage_path
 from ckptstore.redaction import (

@@ -28,8 +28,8 @@ from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.calls import call_started, public_call
 from ckptstore.conformance import conformance_target
 from ckptstore.errors import CheckpointIOError
+from ckptstore.filesystem.handles import FileStateHandle
 from ckptstore.filesystems import filesystem_for, filesystem_options, retry_budget
-from ckptstore.handles import FileStateHandle
 from ckptstore.paths import parse_storage_path
 from tests.reference._moto import S3Root, reset_filesystem_caches
 

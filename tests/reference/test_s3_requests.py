@@ -34,7 +34,7 @@ from ckptstore.api import (
     JobID,
     encode_path_as_reference,
 )
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
 from tests.reference._moto import (
     DIRECTORY_PROBES,
     PROBE_KEY,

@@ -17,7 +17,7 @@ import pytest
 
 from ckptstore import filesystems
 from ckptstore.api import CheckpointedStateScope, CheckpointStorageLocationReference, JobID
-from ckptstore.handles import FileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle
 from ckptstore.s3 import MIN_PART_SIZE, ExclusiveUpload
 from tests.reference._moto import S3Root
 from tests.reference.test_s3_requests import make_storage

@@ -375,7 +375,7 @@ def test_cleanup_when_closed(fsroot: FsRoot) -> None:
 
 def test_cleanup_when_commit_failed(fsroot: FsRoot, monkeypatch: pytest.MonkeyPatch) -> None:
     """T-MOS3: a failing publish makes finalize raise OSError and leaves no target."""
-    from ckptstore import metadata as metadata_module
+    from ckptstore.filesystem import metadata as metadata_module
 
     def failing(fs: Any, path: Any, data: bytes) -> None:
         raise OSError("no space left")
@@ -417,7 +417,7 @@ def test_metadata_write_and_read(fsroot: FsRoot) -> None:
 
 def test_metadata_close_does_not_lock(fsroot: FsRoot, monkeypatch: pytest.MonkeyPatch) -> None:
     """T-CSOS5 (metadata variant): close() returns while finalize is blocked; finalize wins."""
-    from ckptstore import metadata as metadata_module
+    from ckptstore.filesystem import metadata as metadata_module
 
     location = _storage(fsroot).create_checkpoint_storage(JobID.generate())
     location = location.initialize_location_for_checkpoint(1)
@@ -457,7 +457,7 @@ def test_write_to_already_existing_checkpoint_fails(fsroot: FsRoot) -> None:
 
 def test_exclusive_publish_on_object_store_path(memroot: FsRoot) -> None:
     """MD2: without the early check, the exclusive publish still refuses an existing target."""
-    from ckptstore.metadata import FsCheckpointMetadataOutputStream
+    from ckptstore.filesystem.metadata import FsCheckpointMetadataOutputStream
 
     target = memroot.sub("chk-1", "_metadata")
     first = FsCheckpointMetadataOutputStream(target, check_existing=False)

@@ -27,9 +27,9 @@ import pytest
 from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.errors import CheckpointIOError, EndpointUnreachableError
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.filesystems import register_filesystem, retry_budget
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from tests.reference._moto import reset_filesystem_caches
 
 KEY = "AKIAUNREACHABLE"

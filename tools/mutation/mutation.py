@@ -591,7 +591,7 @@ def in_workdir(
 #: mutmut's name of the file-system storage's constructor, which every test reaches when the
 #: suite runs the ckptstore target (with --impl=ckptstore-jobmanager none does, and widening
 #: by it adds no test).
-STORAGE_INIT = "ckptstore.filesystem_storage.xǁFileSystemCheckpointStorageǁ__init__"
+STORAGE_INIT = "ckptstore.filesystem.storage.xǁFileSystemCheckpointStorageǁ__init__"
 
 #: Functions that the reference calls only the first time a process (or a file-system
 #: instance) needs them, and caches: mutmut maps each to the one test that happened to call it

@@ -6,8 +6,8 @@ State is kept in memory on the worker side whatever the location reference: ever
 ``_metadata`` to ``<checkpoint path>/<job id>/chk-<n>/`` when a checkpoint path is set and
 nowhere otherwise (``ckptstore.jobmanager.locations``).
 
-What does not depend on where state goes lives in ``ckptstore.base_access``, shared with the
-file-system storage's access: argument checks, allowed schemes, pointer resolution and the
+What does not depend on where state goes lives in ``ckptstore.filesystem.base_access``, shared with
+the file-system storage's access: argument checks, allowed schemes, pointer resolution and the
 savepoint directories. Construction does no I/O.
 """
 
@@ -17,9 +17,10 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ckptstore.api import CHECKPOINT_DIR_PREFIX, CheckpointStorageLocationReference, JobID
-from ckptstore.base_access import AbstractCheckpointStorageAccess, optional_path_argument
 from ckptstore.calls import public_call
 from ckptstore.errors import ConfigurationError
+from ckptstore.filesystem.base_access import AbstractCheckpointStorageAccess, optional_path_argument
+from ckptstore.filesystem.toolset import NotDuplicatingCheckpointStateToolset
 from ckptstore.filesystems import (
     conditional_write_mode,
     filesystem_for,
@@ -37,7 +38,6 @@ from ckptstore.jobmanager.memory_streams import (
     MemoryCheckpointOutputStream,
 )
 from ckptstore.paths import StoragePath
-from ckptstore.toolset import NotDuplicatingCheckpointStateToolset
 from ckptstore.validation import JAVA_INT_MAX, require_int
 
 __all__ = ["MemoryBackendCheckpointStorageAccess", "require_max_state_size"]

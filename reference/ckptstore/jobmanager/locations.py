@@ -5,7 +5,7 @@ where its ``_metadata`` goes:
 
 * ``PersistentMetadataCheckpointStorageLocation``: to the file ``<dir>/_metadata`` of a
   ``chk-<n>`` directory (with a checkpoint path) or a ``savepoint-...`` directory, written and
-  finalized as the file-system storage does (``ckptstore.metadata``);
+  finalized as the file-system storage does (``ckptstore.filesystem.metadata``);
 * ``NonPersistentMetadataCheckpointStorageLocation``: nowhere (no checkpoint path); the
   metadata stays in memory and its completed location,
   ``NonPersistentCompletedCheckpointStorageLocation``, has the pointer
@@ -30,10 +30,10 @@ from ckptstore.api import (
 )
 from ckptstore.calls import public_call
 from ckptstore.errors import InvalidHandleError, StreamClosedError
+from ckptstore.filesystem.layout import require_disposable
+from ckptstore.filesystem.metadata import FsCheckpointMetadataOutputStream
 from ckptstore.filesystems import delete_tree, filesystem_for
 from ckptstore.jobmanager.memory_streams import MemCheckpointStreamFactory
-from ckptstore.layout import require_disposable
-from ckptstore.metadata import FsCheckpointMetadataOutputStream
 from ckptstore.names import unique_name
 from ckptstore.paths import StoragePath
 from ckptstore.validation import require_bytes, require_handle
@@ -76,7 +76,7 @@ class PersistentMetadataCheckpointStorageLocation(MemCheckpointStreamFactory):
     def dispose_on_failure(self) -> None:
         """Delete the checkpoint's directory and everything in it (MD7).
 
-        Only a ``chk-<n>`` or ``savepoint-...`` directory (``ckptstore.layout``).
+        Only a ``chk-<n>`` or ``savepoint-...`` directory (``ckptstore.filesystem.layout``).
         """
         require_disposable(self._dir, "dispose_on_failure")
         delete_tree(filesystem_for(self._dir, self._fs_token), self._dir)

@@ -20,8 +20,15 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ckptstore.api import JobID
-from ckptstore.base_access import allowed_schemes_argument, optional_path_argument
 from ckptstore.errors import InvalidArgumentError, MissingArgumentError
+from ckptstore.filesystem.base_access import allowed_schemes_argument, optional_path_argument
+from ckptstore.filesystem.leftovers import LeftoverMethods
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.pointers import (
+    normalise_schemes,
+    resolve_checkpoint_pointer,
+    storage_schemes,
+)
 from ckptstore.filesystems import register_path
 from ckptstore.jobmanager.access import MemoryBackendCheckpointStorageAccess, require_max_state_size
 from ckptstore.jobmanager.locations import (
@@ -30,11 +37,8 @@ from ckptstore.jobmanager.locations import (
     NonPersistentMetadataCheckpointStorageLocation,
     PersistentMetadataCheckpointStorageLocation,
 )
-from ckptstore.leftovers import LeftoverMethods
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.options import CHECKPOINTS_DIRECTORY, SAVEPOINT_DIRECTORY, get_string
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer, storage_schemes
 from ckptstore.validation import (
     describe,
     require_job_id,
@@ -65,7 +69,7 @@ class JobManagerCheckpointStorage(LeftoverMethods):
     retry budget: ``ckptstore.filesystems.retry_budget``); ``allowed_schemes`` lists extra URL
     schemes that ``resolve_checkpoint`` may open. Arguments are checked by
     ``ckptstore.validation``; ``find_leftovers``/``clean_leftovers`` handle crash leftovers
-    (``ckptstore.leftovers``).
+    (``ckptstore.filesystem.leftovers``).
     """
 
     DEFAULT_MAX_STATE_SIZE = DEFAULT_MAX_STATE_SIZE
@@ -165,7 +169,7 @@ class JobManagerCheckpointStorage(LeftoverMethods):
             allowed_schemes=self._allowed_schemes,
         )
 
-    # -- crash leftovers (``ckptstore.leftovers``: ``LeftoverMethods``)
+    # -- crash leftovers (``ckptstore.filesystem.leftovers``: ``LeftoverMethods``)
 
     def _leftover_directories(
         self, job_id: JobID

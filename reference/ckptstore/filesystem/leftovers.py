@@ -9,7 +9,7 @@ coordinator died before finalizing (or whose abort never ran) leaves its state f
 ``FileSystemCheckpointStorage.find_leftovers(job_id, older_than=...)`` lists them and
 ``clean_leftovers(...)`` removes them (``JobManagerCheckpointStorage`` has both too: the
 storages' methods are :class:`LeftoverMethods`). The scan
-is confined to the storage's own layout (``ckptstore.layout``) for one job:
+is confined to the storage's own layout (``ckptstore.filesystem.layout``) for one job:
 
 * the job's checkpoint directory (``<base>/<job id>``, or ``<base>`` without
   ``create_subdir``): its ``chk-<n>`` directories only;
@@ -53,6 +53,13 @@ from typing import Any
 
 from ckptstore.api import METADATA_FILE_NAME, SAVEPOINT_DIR_PREFIX, JobID
 from ckptstore.calls import public_call
+from ckptstore.filesystem.layout import (
+    is_checkpoint_dir_name,
+    is_probe_file_name,
+    is_savepoint_dir_name,
+    is_staging_file_name,
+    is_state_file_name,
+)
 from ckptstore.filesystems import (
     OpenUpload,
     abort_open_upload,
@@ -64,13 +71,6 @@ from ckptstore.filesystems import (
     register_path,
     remove_empty_directory,
     traits_for,
-)
-from ckptstore.layout import (
-    is_checkpoint_dir_name,
-    is_probe_file_name,
-    is_savepoint_dir_name,
-    is_staging_file_name,
-    is_state_file_name,
 )
 from ckptstore.paths import StoragePath
 from ckptstore.validation import require_bool, require_duration

@@ -44,13 +44,14 @@ from typing import IO, Any
 
 from ckptstore.api import ByteStreamStateHandle, StreamStateHandle
 from ckptstore.calls import public_call
-from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
     EndpointUnreachableError,
     InvalidArgumentError,
     StreamClosedError,
     StreamFailedError,
 )
+from ckptstore.filesystem.entropy import EntropyInjector
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.filesystems import (
     delete_file,
     discard_writer,
@@ -61,7 +62,6 @@ from ckptstore.filesystems import (
     sync_and_close,
     traits_for,
 )
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.io_errors import is_unreachable, with_context
 from ckptstore.names import random_uuid4, unique_name
 from ckptstore.paths import StoragePath, parse_storage_path

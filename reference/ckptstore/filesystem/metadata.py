@@ -13,8 +13,8 @@ construction already (T-BASE4), on object stores at the latest at finalize.
 
 ``FsCompletedCheckpointStorageLocation`` is the picklable result: external pointer, metadata
 handle, recursive dispose (confined to ``chk-<n>`` and ``savepoint-...`` directories,
-``ckptstore.layout``) and ``resolve_handle`` (rebasing relative handles onto the checkpoint's
-directory, with a path-traversal guard).
+``ckptstore.filesystem.layout``) and ``resolve_handle`` (rebasing relative handles onto the
+checkpoint's directory, with a path-traversal guard).
 
 Both classes work with any file system of the registry: pass URLs (or ``StoragePath``) and
 the store token (``filesystems.register_filesystem``). The JobManager storage uses them too.
@@ -36,6 +36,8 @@ from ckptstore.errors import (
     MissingArgumentError,
     StreamClosedError,
 )
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.layout import require_disposable
 from ckptstore.filesystems import (
     delete_tree,
     file_info,
@@ -43,9 +45,7 @@ from ckptstore.filesystems import (
     publish_exclusive,
     traits_for,
 )
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.io_errors import with_context
-from ckptstore.layout import require_disposable
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.redaction import redact_text
 from ckptstore.validation import (
@@ -108,8 +108,8 @@ class FsCompletedCheckpointStorageLocation:
 
         Never ``shared/`` or ``taskowned/``: only the exclusive directory (and, with entropy,
         the key-free directory that holds ``_metadata``), and only if it is a ``chk-<n>`` or
-        ``savepoint-<job>-<suffix>`` directory (``ckptstore.layout``). Any other directory
-        (a pointer to some file resolves too, PTR7) raises ``DisposalRefusedError`` (an
+        ``savepoint-<job>-<suffix>`` directory (``ckptstore.filesystem.layout``). Any other
+        directory (a pointer to some file resolves too, PTR7) raises ``DisposalRefusedError`` (an
         ``OSError``) before anything is deleted.
         """
         targets = [parse_storage_path(self.exclusive_dir)]

@@ -1,14 +1,14 @@
 """What both checkpoint storage accesses share, as Flink's ``AbstractFsCheckpointStorageAccess``.
 
-``FsCheckpointStorageAccess`` (``ckptstore.access``) and ``MemoryBackendCheckpointStorageAccess``
-(``ckptstore.jobmanager.access``) are one job's view of their storage. They differ in where
-checkpoint state goes; everything else is here, once:
+``FsCheckpointStorageAccess`` (``ckptstore.filesystem.access``) and
+``MemoryBackendCheckpointStorageAccess`` (``ckptstore.jobmanager.access``) are one job's view of
+their storage. They differ in where checkpoint state goes; everything else is here, once:
 
 * the checks of the contract's arguments: the job id, checkpoint ids, location references and
   savepoint targets (``ckptstore.validation``), and :func:`path_argument` and
   :func:`allowed_schemes_argument`, the checks of the storages' constructors too;
 * the schemes an access may open (its own paths', else the local file system, plus the
-  storage's ``allowed_schemes``) and the error for any other (``ckptstore.pointers``);
+  storage's ``allowed_schemes``) and the error for any other (``ckptstore.filesystem.pointers``);
 * pointer resolution and the default savepoint directory;
 * savepoint directories: ``<base>/savepoint-<job[0:6]>-<12 hex>`` below the target or the
   default base, with up to ten fresh names (ACC7, L5).
@@ -34,6 +34,12 @@ from ckptstore.api import (
 )
 from ckptstore.calls import public_call
 from ckptstore.errors import CheckpointIOError, EndpointUnreachableError, InvalidArgumentError
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.pointers import (
+    require_allowed_scheme,
+    resolve_checkpoint_pointer,
+    storage_schemes,
+)
 from ckptstore.filesystems import (
     filesystem_for,
     make_directory_exclusive,
@@ -41,9 +47,7 @@ from ckptstore.filesystems import (
     require_available_schemes,
 )
 from ckptstore.io_errors import with_context
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.pointers import require_allowed_scheme, resolve_checkpoint_pointer, storage_schemes
 from ckptstore.validation import (
     require_checkpoint_id,
     require_job_id,

@@ -11,8 +11,8 @@ The storage creates exactly these names, so it deletes nothing else:
   the claims ``_metadata.<32 hex>.inprogress`` on S3 servers without conditional writes,
   ``ckptstore.s3``) and the
   S3 conditional-write probes (``.ckptstore-probe.<32 hex>``, ``ckptstore.s3``, in the
-  checkpoint directory): the crash leftover scan (``ckptstore.leftovers``) removes only such
-  files, and aborts only open multipart uploads of state files in checkpoint and savepoint
+  checkpoint directory): the crash leftover scan (``ckptstore.filesystem.leftovers``) removes only
+  such files, and aborts only open multipart uploads of state files in checkpoint and savepoint
   directories;
 * task-owned and shared state: only single files, through their handles (H2, TO3).
 

@@ -25,13 +25,13 @@ from typing import Any
 
 from ckptstore.api import StreamStateHandle
 from ckptstore.calls import public_call
-from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
     DuplicationNotSupportedError,
     InvalidHandleError,
 )
+from ckptstore.filesystem.entropy import EntropyInjector
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.filesystems import copy_exclusive, delete_file, filesystem_for, traits_for
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.validation import require_handle, require_handles
 

@@ -7,8 +7,8 @@ on ``file`` and ``memory`` it creates directories with ``makedirs``. Worker side
 for a checkpoint id and reference, the task-owned stream and toolset, with no I/O whatsoever
 until a stream spills to its file (S1).
 
-What does not depend on files lives in ``ckptstore.base_access``, shared with the JobManager
-storage's access: argument checks, allowed schemes, pointer resolution and the savepoint
+What does not depend on files lives in ``ckptstore.filesystem.base_access``, shared with the
+JobManager storage's access: argument checks, allowed schemes, pointer resolution and the savepoint
 directories (``create_savepoint_directory``, re-exported here). Construction does no I/O (ACC1).
 """
 
@@ -27,15 +27,21 @@ from ckptstore.api import (
     decode_path_from_reference,
     encode_path_as_reference,
 )
-from ckptstore.base_access import (
+from ckptstore.calls import public_call
+from ckptstore.errors import InvalidReferenceError
+from ckptstore.filesystem.base_access import (
     MAX_SAVEPOINT_DIR_ATTEMPTS,
     AbstractCheckpointStorageAccess,
     create_savepoint_directory,
     random_savepoint_suffix,
 )
-from ckptstore.calls import public_call
-from ckptstore.entropy import EntropyInjector
-from ckptstore.errors import InvalidReferenceError
+from ckptstore.filesystem.entropy import EntropyInjector
+from ckptstore.filesystem.locations import FsCheckpointStorageLocation
+from ckptstore.filesystem.streams import FsCheckpointStateOutputStream, StreamSettings
+from ckptstore.filesystem.toolset import (
+    FsCheckpointStateToolset,
+    NotDuplicatingCheckpointStateToolset,
+)
 from ckptstore.filesystems import (
     conditional_write_mode,
     filesystem_for,
@@ -45,10 +51,7 @@ from ckptstore.filesystems import (
     traits_for,
 )
 from ckptstore.io_errors import with_context
-from ckptstore.locations import FsCheckpointStorageLocation
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.streams import FsCheckpointStateOutputStream, StreamSettings
-from ckptstore.toolset import FsCheckpointStateToolset, NotDuplicatingCheckpointStateToolset
 
 __all__ = [
     "MAX_SAVEPOINT_DIR_ATTEMPTS",
@@ -66,7 +69,7 @@ class FsCheckpointStorageAccess(
     """Checkpoint storage access for one job on an fsspec file system.
 
     What is not about files (argument checks, allowed schemes, pointer resolution, savepoint
-    directories) is ``ckptstore.base_access``'s.
+    directories) is ``ckptstore.filesystem.base_access``'s.
     """
 
     def __init__(
