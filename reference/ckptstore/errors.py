@@ -155,7 +155,7 @@ class MetadataExistsError(CheckpointFileExistsError):
 class ConditionalWritesUnsupportedError(CheckpointIOError):
     """The S3 server ignores conditional writes, so ``_metadata`` cannot be published
     exclusively, and the storage options do not allow publishing it without them
-    (``allow_unconditional_metadata``, ``ckptstore.s3``); nothing was written."""
+    (``allow_unconditional_metadata``, ``ckptstore.stores.s3``); nothing was written."""
 
     default_errno = errno.EOPNOTSUPP
 

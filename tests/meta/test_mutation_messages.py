@@ -245,5 +245,5 @@ def test_log_lines_are_message_text_other_methods_of_that_name_are_not(
     parameters = [
         messages.MessageParameter("_LOG.warning", f"arg{n}", n, "a log line") for n in range(3)
     ]
-    reason = messages.message_reason("ckptstore.s3.x_probe__mutmut_1", path, parameters)
+    reason = messages.message_reason("ckptstore.stores.s3.x_probe__mutmut_1", path, parameters)
     assert bool(reason) is excused, change

@@ -343,15 +343,15 @@ def test_only_mutants_with_cheap_tests_are_chosen(tmp_path, monkeypatch):
     """--max-seconds keeps the mutants whose tests mutmut estimates at most that long (and
     those no test reaches: they cost nothing), in the order given."""
     estimates = (
-        "<no tests> ckptstore.s3.x_a__mutmut_1\n"
-        "900ms ckptstore.s3.x_b__mutmut_2\n"
-        "2000ms ckptstore.s3.x_c__mutmut_3\n"
-        "61000ms ckptstore.s3.x_d__mutmut_4\n"
+        "<no tests> ckptstore.stores.s3.x_a__mutmut_1\n"
+        "900ms ckptstore.stores.s3.x_b__mutmut_2\n"
+        "2000ms ckptstore.stores.s3.x_c__mutmut_3\n"
+        "61000ms ckptstore.stores.s3.x_d__mutmut_4\n"
     )
     monkeypatch.setattr(mutation, "generate", lambda workdir: None)
     monkeypatch.setattr(mutation, "mutmut", lambda workdir, *args, capture=False: estimates)
-    names = ["ckptstore.s3.x_d__mutmut_4", "ckptstore.s3.x_c__mutmut_3",
-             "ckptstore.s3.x_b__mutmut_2", "ckptstore.s3.x_a__mutmut_1"]  # fmt: skip
+    names = ["ckptstore.stores.s3.x_d__mutmut_4", "ckptstore.stores.s3.x_c__mutmut_3",
+             "ckptstore.stores.s3.x_b__mutmut_2", "ckptstore.stores.s3.x_a__mutmut_1"]  # fmt: skip
     assert mutation.cheap_enough(tmp_path, names, 2.0) == names[1:]
     assert mutation.cheap_enough(tmp_path, names, 1.0) == names[2:]
     assert mutation.cheap_enough(tmp_path, [], 1.0) == []
@@ -416,7 +416,7 @@ def test_current_hashes_name_functions_and_methods_as_mutmut_does(tmp_path):
     # the real reference: a function and a method mutmut mutates
     defined = mutation.current_hashes()
     assert "ckptstore.io_errors.x_causal_chain" in defined
-    assert "ckptstore.s3.xǁExclusiveUploadǁwrite" in defined
+    assert "ckptstore.stores.s3.xǁExclusiveUploadǁwrite" in defined
     assert "ckptstore.x___getattr__" in defined  # the package's own module
 
 

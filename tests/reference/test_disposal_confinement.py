@@ -34,14 +34,9 @@ from ckptstore.filesystem.layout import (
 )
 from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.filesystem.toolset import FsCheckpointStateToolset
-from ckptstore.filesystems import (
-    delete_file,
-    delete_tree,
-    filesystem_for,
-    register_filesystem,
-    register_path,
-)
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.stores.operations import delete_file, delete_tree
+from ckptstore.stores.registry import filesystem_for, register_filesystem, register_path
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root
 

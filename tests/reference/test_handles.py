@@ -18,8 +18,8 @@ from ckptstore.errors import (
     StateSizeMismatchError,
 )
 from ckptstore.filesystem import handles as handles_module
-from ckptstore.filesystems import register_filesystem, register_path
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores.registry import register_filesystem, register_path
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root
 

@@ -446,7 +446,7 @@ def test_negative_checkpoint_id(job_id: JobID, tmp_path: Path) -> None:
 def test_no_directory_requests_on_object_stores(job_id: JobID) -> None:
     """MEM3, S1, ACC6: on an object store the coordinator creates no directory.
 
-    Its setup probes conditional writes (issue 9, ``ckptstore.s3``) in the job's checkpoint
+    Its setup probes conditional writes (issue 9, ``ckptstore.stores.s3``) in the job's checkpoint
     directory, and that is all.
     """
     storage = JobManagerCheckpointStorage("s3://bucket/ckpt", savepoint_path="s3://bucket/sp")

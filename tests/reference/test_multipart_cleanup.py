@@ -19,12 +19,13 @@ from typing import Any
 import pytest
 
 from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage
-from ckptstore import s3 as s3_module
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.errors import DisposalRefusedError
 from ckptstore.filesystem import leftovers
-from ckptstore.filesystems import delete_tree, filesystem_for
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores import s3 as s3_module
+from ckptstore.stores.operations import delete_tree
+from ckptstore.stores.registry import filesystem_for
 from tests.reference._moto import S3Root
 
 pytest.importorskip("s3fs")

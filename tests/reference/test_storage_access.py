@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from ckptstore import FileStateHandle, FileSystemCheckpointStorage, RelativeFileStateHandle
-from ckptstore import filesystems as filesystems_module
 from ckptstore.api import (
     ByteStreamStateHandle,
     CheckpointedStateScope,
@@ -36,6 +35,7 @@ from ckptstore.errors import (
     StreamClosedError,
 )
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores import operations, registry
 from tests.reference._fsroot import FsRoot
 
 EXCLUSIVE = CheckpointedStateScope.EXCLUSIVE
@@ -601,9 +601,9 @@ def test_dispose_on_failure(fsroot: FsRoot) -> None:
 def test_local_publish_never_overwrites(tmp_path: Any) -> None:
     """MD2 (local): temp file + os.link refuses an existing target and leaves no temp."""
     target = parse_storage_path(str(tmp_path / "_metadata"))
-    fs = filesystems_module.get_filesystem("file")
-    filesystems_module.publish_exclusive(fs, target, b"one")
+    fs = registry.get_filesystem("file")
+    operations.publish_exclusive(fs, target, b"one")
     with pytest.raises(MetadataExistsError):
-        filesystems_module.publish_exclusive(fs, target, b"two")
+        operations.publish_exclusive(fs, target, b"two")
     assert (tmp_path / "_metadata").read_bytes() == b"one"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["_metadata"]

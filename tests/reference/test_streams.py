@@ -28,8 +28,8 @@ from ckptstore.errors import (
 from ckptstore.filesystem import streams as streams_module
 from ckptstore.filesystem.locations import FsCheckpointStreamFactory
 from ckptstore.filesystem.streams import FsCheckpointStateOutputStream
-from ckptstore.filesystems import register_filesystem
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores.registry import register_filesystem
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root
 from tests.reference.test_s3_requests import make_storage

@@ -19,8 +19,8 @@ from ckptstore.filesystem.toolset import (
     FsCheckpointStateToolset,
     NotDuplicatingCheckpointStateToolset,
 )
-from ckptstore.filesystems import register_filesystem
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores.registry import register_filesystem
 from tests.reference._fsroot import FsRoot
 
 

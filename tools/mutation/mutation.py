@@ -272,7 +272,7 @@ def forget_unmutated_copies(workdir: Path, modules: list[str]) -> None:
     mutated_dir = workdir / "mutants" / "src" / "ckptstore"
     forgot = False
     for pattern in modules:
-        for copy in mutated_dir.glob(pattern):
+        for copy in mutated_dir.rglob(pattern):
             if copy.suffix != ".py" or nothing_to_mutate(copy):
                 continue
             if "__mutmut_orig" not in copy.read_text(encoding="utf-8"):
@@ -299,7 +299,7 @@ def slim_results(workdir: Path) -> dict[str, str]:
     """The workdir's verdicts as kept: by ``.meta`` name, sorted, one entry per line, no
     timings (they change at every run and decide nothing)."""
     slim = {}
-    for meta in sorted(_meta_dir(workdir).glob("*.py.meta")):
+    for meta in sorted(_meta_dir(workdir).rglob("*.py.meta")):
         data = _read_meta(meta)
         kept = {
             "exit_code_by_key": data.get("exit_code_by_key", {}),
@@ -328,7 +328,7 @@ def keep_results(workdirs: list[Path]) -> str | None:
 def verdicts(workdir: Path) -> dict[str, int | None]:
     """mutmut's exit code per mutant in ``workdir`` (None: not run)."""
     found: dict[str, int | None] = {}
-    for meta in _meta_dir(workdir).glob("*.py.meta"):
+    for meta in _meta_dir(workdir).rglob("*.py.meta"):
         found.update(_read_meta(meta).get("exit_code_by_key", {}))
     return found
 
@@ -337,7 +337,7 @@ def keep_verdicts_of_unreached(workdir: Path, before: Mapping[str, int | None]) 
     """After a rerun with ``--clauses``: a mutant that none of those clauses' tests reaches
     comes back as 'no tests'; give it back the verdict the whole suite gave it before
     ('survived' stays 'survived' rather than turning into 'no tests')."""
-    for meta in _meta_dir(workdir).glob("*.py.meta"):
+    for meta in _meta_dir(workdir).rglob("*.py.meta"):
         data = _read_meta(meta)
         codes = data.get("exit_code_by_key", {})
         restored = {
@@ -380,7 +380,7 @@ def plainly_copied(workdir: Path) -> list[str]:
     fewer ``--modules`` replaced by a plain copy: ``mutmut results`` and the diffs then miss
     them (a JobManager run on ``jobmanager_*.py`` hid its verdicts of ``memory_streams``)."""
     hidden = []
-    for meta in sorted(_meta_dir(workdir).glob("*.py.meta")):
+    for meta in sorted(_meta_dir(workdir).rglob("*.py.meta")):
         module = meta.with_suffix("")
         if nothing_to_mutate(module):
             continue
@@ -598,11 +598,13 @@ STORAGE_INIT = "ckptstore.filesystem.storage.xǁFileSystemCheckpointStorageǁ__i
 #: first in its statistics run, so a mutant of it would run that test alone. Their mutants run
 #: the tests of the function that calls them on every use as well.
 RUN_WITH_TESTS_OF = {
-    "ckptstore.s3.x__probe": "ckptstore.s3.x_probe_conditional_writes",
-    "ckptstore.s3.x_instantiate": "ckptstore.filesystems.x_get_filesystem",
-    "ckptstore.s3.x_policy_of": "ckptstore.filesystems.x_get_filesystem",
-    "ckptstore.filesystems.x__instantiate": "ckptstore.filesystems.x_get_filesystem",
-    "ckptstore.filesystems.x__instantiate_or_fail": "ckptstore.filesystems.x_get_filesystem",
+    "ckptstore.stores.s3.x__probe": "ckptstore.stores.s3.x_probe_conditional_writes",
+    "ckptstore.stores.s3.x_instantiate": "ckptstore.stores.registry.x_get_filesystem",
+    "ckptstore.stores.retry.x_policy_of": "ckptstore.stores.registry.x_get_filesystem",
+    "ckptstore.stores.registry.x__instantiate": "ckptstore.stores.registry.x_get_filesystem",
+    "ckptstore.stores.registry.x__instantiate_or_fail": (
+        "ckptstore.stores.registry.x_get_filesystem"
+    ),
     # run when ckptstore is imported: only a fresh process (SER-4, SPK) imports it with the
     # mutant active, so they run with the tests of every storage
     "ckptstore.redaction.x_get_logger": STORAGE_INIT,
@@ -679,8 +681,12 @@ def read_results(workdir: Path) -> list[Mutant]:
 
 
 def _module_of(stem: str) -> str:
-    """The module of the reference that the file ``<stem>.py`` (or its ``.meta``) holds."""
-    return "ckptstore" if stem == "__init__" else f"ckptstore.{stem}"
+    """The module of the reference that the file ``<stem>.py`` (or its ``.meta``) holds;
+    ``stem`` is its path below the package without the suffix (``stores/s3``)."""
+    parts = ["ckptstore", *Path(stem).parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
 
 
 def current_hashes(reference: Path = REFERENCE) -> dict[str, str]:
@@ -691,8 +697,8 @@ def current_hashes(reference: Path = REFERENCE) -> dict[str, str]:
     function that has not changed since that workdir's last run.
     """
     hashes = {}
-    for path in sorted(reference.glob("*.py")):
-        module = _module_of(path.stem)
+    for path in sorted(reference.rglob("*.py")):
+        module = _module_of(path.relative_to(reference).with_suffix("").as_posix())
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             methods = [(f"{module}.x_", node)]
             if isinstance(node, ast.ClassDef):
@@ -707,8 +713,9 @@ def current_hashes(reference: Path = REFERENCE) -> dict[str, str]:
 def kept_hashes(workdir: Path) -> dict[str, str]:
     """The hash of each mutated function as ``workdir`` last saw it (mutmut's ``.meta``)."""
     hashes = {}
-    for meta in _meta_dir(workdir).glob("*.py.meta"):
-        module = _module_of(meta.name.removesuffix(".py.meta"))
+    for meta in _meta_dir(workdir).rglob("*.py.meta"):
+        stem = meta.relative_to(_meta_dir(workdir)).as_posix().removesuffix(".py.meta")
+        module = _module_of(stem)
         for function, digest in _read_meta(meta).get("hash_by_function_name", {}).items():
             hashes[f"{module}.{function}"] = digest
     return hashes
@@ -1053,7 +1060,9 @@ def main(argv: list[str] | None = None) -> int:
         for source in sources:
             if source != workdir:
                 complete(source)
-        modules = {f"ckptstore.{Path(m).stem}" for m in args.modules if "*" not in m}
+        modules = {
+            _module_of(Path(m).with_suffix("").as_posix()) for m in args.modules if "*" not in m
+        }
         chosen = [
             m
             for m in merge([read_results(source) for source in sources])

@@ -17,7 +17,7 @@ A subclass says what a checkpoint location is (``_create_checkpoint_location``),
 savepoint directory becomes (``_savepoint_location``) and what a worker writes to for a checkpoint
 id and reference (``_worker_location``); it also provides the base locations, the task-owned
 stream and toolset. Construction does no I/O (ACC1): it registers the connection options of its
-paths so that handles read in this process find them (``ckptstore.filesystems``).
+paths so that handles read in this process find them (``ckptstore.stores.registry``).
 """
 
 from __future__ import annotations
@@ -40,14 +40,10 @@ from ckptstore.filesystem.pointers import (
     resolve_checkpoint_pointer,
     storage_schemes,
 )
-from ckptstore.filesystems import (
-    filesystem_for,
-    make_directory_exclusive,
-    register_path,
-    require_available_schemes,
-)
 from ckptstore.io_errors import with_context
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.stores.operations import make_directory_exclusive
+from ckptstore.stores.registry import filesystem_for, register_path, require_available_schemes
 from ckptstore.validation import (
     require_checkpoint_id,
     require_job_id,
@@ -151,7 +147,7 @@ class AbstractCheckpointStorageAccess(
         extra = allowed_schemes_argument(allowed_schemes)
         self._allowed_schemes = storage_schemes((checkpoint_base, savepoint_base), extra)
         # Registering (no I/O) lets handles read in this process, such as those in a
-        # ``_metadata`` written elsewhere, find these options (``ckptstore.filesystems``).
+        # ``_metadata`` written elsewhere, find these options (``ckptstore.stores.registry``).
         self._checkpoint_base_token: str | None = None
         if checkpoint_base is not None:
             self._checkpoint_base_token = self._token_for(checkpoint_base)

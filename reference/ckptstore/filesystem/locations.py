@@ -26,8 +26,10 @@ from ckptstore.filesystem.layout import require_disposable
 from ckptstore.filesystem.metadata import FsCheckpointMetadataOutputStream
 from ckptstore.filesystem.streams import FsCheckpointStateOutputStream, StreamSettings
 from ckptstore.filesystem.toolset import FsCheckpointStateToolset
-from ckptstore.filesystems import delete_tree, filesystem_for, traits_for
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.operations import delete_tree
+from ckptstore.stores.registry import filesystem_for
 from ckptstore.validation import (
     MAX_WRITE_BUFFER_SIZE,
     require_handle,

@@ -36,16 +36,11 @@ from ckptstore.errors import (
 )
 from ckptstore.filesystem.handles import FileStateHandle
 from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
-from ckptstore.filesystems import (
-    DIRECTORY_SCHEMES,
-    S3_SCHEMES,
-    filesystem_for,
-    is_available_scheme,
-    register_path,
-)
 from ckptstore.io_errors import contract_error, io_errors
 from ckptstore.paths import LOCAL_SCHEMES, StoragePath, canonical_scheme, parse_storage_path
 from ckptstore.redaction import redact_text
+from ckptstore.stores.adapters import DIRECTORY_SCHEMES, S3_SCHEMES
+from ckptstore.stores.registry import filesystem_for, is_available_scheme, register_path
 from ckptstore.validation import require_url_text
 
 __all__ = [

@@ -35,9 +35,10 @@ from ckptstore.filesystem.pointers import (
     resolve_checkpoint_pointer,
     storage_schemes,
 )
-from ckptstore.filesystems import register_path, traits_for
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.redaction import redact, secret_values
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.registry import register_path
 from ckptstore.validation import (
     MAX_WRITE_BUFFER_SIZE,
     require_bool,
@@ -80,10 +81,10 @@ class FileSystemCheckpointStorage(LeftoverMethods):
     ``<path>/<job id>`` (CFG3; ``True`` or ``False``, nothing else). ``storage_options``:
     fsspec connection settings, including the retry budget: the storage-agnostic
     ``retry_attempts`` (requests per operation) and ``retry_seconds`` (seconds per public call,
-    ``ckptstore.s3``), or the client's own ``retries``, ``config_kwargs``
-    ``connect_timeout``/``read_timeout``/``retries`` (``ckptstore.filesystems``), and
+    ``ckptstore.stores.s3``), or the client's own ``retries``, ``config_kwargs``
+    ``connect_timeout``/``read_timeout``/``retries`` (``ckptstore.stores.registry``), and
     ``allow_unconditional_metadata`` (a bool: publish ``_metadata`` on S3 servers that ignore
-    conditional writes, at the risk ``ckptstore.s3`` states, instead of refusing).
+    conditional writes, at the risk ``ckptstore.stores.s3`` states, instead of refusing).
     ``entropy_key``/``entropy_length``: entropy injection (object stores and memory only).
     ``allowed_schemes``: schemes, besides those of the configured paths, that
     ``resolve_checkpoint`` may open; each must be served by an fsspec file system.
@@ -162,7 +163,7 @@ class FileSystemCheckpointStorage(LeftoverMethods):
         self._allowed_schemes = tuple(sorted(normalise_schemes(schemes)))
         # Register the connection options in this process (also after unpickling) for the
         # store and buckets of both paths, so handles read here find them (rules in
-        # ``ckptstore.filesystems``). No I/O.
+        # ``ckptstore.stores.registry``). No I/O.
         for path in (checkpoint, savepoint):
             if path is not None:
                 register_path(path, self._storage_options)

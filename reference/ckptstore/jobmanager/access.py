@@ -21,13 +21,6 @@ from ckptstore.calls import public_call
 from ckptstore.errors import ConfigurationError
 from ckptstore.filesystem.base_access import AbstractCheckpointStorageAccess, optional_path_argument
 from ckptstore.filesystem.toolset import NotDuplicatingCheckpointStateToolset
-from ckptstore.filesystems import (
-    conditional_write_mode,
-    filesystem_for,
-    make_directories,
-    path_is_s3,
-    probe_conditional_writes,
-)
 from ckptstore.jobmanager.locations import (
     MemoryCheckpointStorageLocation,
     NonPersistentMetadataCheckpointStorageLocation,
@@ -38,6 +31,13 @@ from ckptstore.jobmanager.memory_streams import (
     MemoryCheckpointOutputStream,
 )
 from ckptstore.paths import StoragePath
+from ckptstore.stores.operations import (
+    conditional_write_mode,
+    make_directories,
+    path_is_s3,
+    probe_conditional_writes,
+)
+from ckptstore.stores.registry import filesystem_for
 from ckptstore.validation import JAVA_INT_MAX, require_int
 
 __all__ = ["MemoryBackendCheckpointStorageAccess", "require_max_state_size"]
@@ -105,7 +105,7 @@ class MemoryBackendCheckpointStorageAccess(
         """No shared or task-owned directory to prepare (MEM2).
 
         With a checkpoint path on S3: finds out once per process per endpoint and bucket
-        whether the server honours conditional writes (``ckptstore.s3``;
+        whether the server honours conditional writes (``ckptstore.stores.s3``;
         :attr:`conditional_writes`).
         """
         directory = self._checkpoints_dir

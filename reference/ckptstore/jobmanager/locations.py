@@ -32,10 +32,11 @@ from ckptstore.calls import public_call
 from ckptstore.errors import InvalidHandleError, StreamClosedError
 from ckptstore.filesystem.layout import require_disposable
 from ckptstore.filesystem.metadata import FsCheckpointMetadataOutputStream
-from ckptstore.filesystems import delete_tree, filesystem_for
 from ckptstore.jobmanager.memory_streams import MemCheckpointStreamFactory
 from ckptstore.names import unique_name
 from ckptstore.paths import StoragePath
+from ckptstore.stores.operations import delete_tree
+from ckptstore.stores.registry import filesystem_for
 from ckptstore.validation import require_bytes, require_handle
 
 __all__ = [

@@ -29,7 +29,6 @@ from ckptstore.filesystem.pointers import (
     resolve_checkpoint_pointer,
     storage_schemes,
 )
-from ckptstore.filesystems import register_path
 from ckptstore.jobmanager.access import MemoryBackendCheckpointStorageAccess, require_max_state_size
 from ckptstore.jobmanager.locations import (
     MemoryCheckpointStorageLocation,
@@ -39,6 +38,7 @@ from ckptstore.jobmanager.locations import (
 )
 from ckptstore.options import CHECKPOINTS_DIRECTORY, SAVEPOINT_DIRECTORY, get_string
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.stores.registry import register_path
 from ckptstore.validation import (
     describe,
     require_job_id,
@@ -66,7 +66,7 @@ class JobManagerCheckpointStorage(LeftoverMethods):
     inline) so that checkpoints survive a JobManager failover; ``max_state_size`` (default
     5 MiB) limits each piece of state; ``savepoint_path`` is the default savepoint base.
     ``storage_options`` are fsspec connection settings for those paths (including the S3
-    retry budget: ``ckptstore.filesystems.retry_budget``); ``allowed_schemes`` lists extra URL
+    retry budget: ``ckptstore.stores.retry.retry_budget``); ``allowed_schemes`` lists extra URL
     schemes that ``resolve_checkpoint`` may open. Arguments are checked by
     ``ckptstore.validation``; ``find_leftovers``/``clean_leftovers`` handle crash leftovers
     (``ckptstore.filesystem.leftovers``).
