@@ -8,12 +8,11 @@ Modules: ``api`` (the contract), ``errors`` (typed errors, each a subclass of th
 contract names), ``validation`` (the one argument check of every public constructor and
 method), ``redaction`` (``redact``/``redact_text``: what ``repr``, errors and logs show),
 ``io_errors`` (the one mapping of file-system failures to the contract's ``OSError`` types),
-``filesystems`` (registry, raw operations, the S3 retry budget: ``retry_budget``), ``s3``
-(what the reference does on S3 beyond fsspec: the ``retry_attempts``/``retry_seconds``
-budget, the conditional-write probe, deletes that abort open uploads), ``paths``
-(Flink's Path normalisation), ``layout`` (the names disposal may delete), ``leftovers``
-(crash leftovers: ``FileSystemCheckpointStorage.find_leftovers``/``clean_leftovers``), and the
-storages themselves.
+``paths`` (Flink's Path normalisation), and three wings: ``stores`` (one adapter per store
+family behind one protocol, the registry of file systems, the raw operations, the S3 retry
+budget: ``retry_budget``), ``filesystem`` (the file-system storage: locations, streams,
+metadata, handles, pointers, layout, crash leftovers) and ``jobmanager`` (the JobManager
+storage).
 """
 
 from __future__ import annotations
@@ -24,24 +23,24 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.4.0"
 
 _LAZY = {
-    "FileSystemCheckpointStorage": "ckptstore.filesystem_storage",
-    "JobManagerCheckpointStorage": "ckptstore.jobmanager_storage",
-    "FileStateHandle": "ckptstore.handles",
-    "RelativeFileStateHandle": "ckptstore.handles",
+    "FileSystemCheckpointStorage": "ckptstore.filesystem.storage",
+    "JobManagerCheckpointStorage": "ckptstore.jobmanager.storage",
+    "FileStateHandle": "ckptstore.filesystem.handles",
+    "RelativeFileStateHandle": "ckptstore.filesystem.handles",
     "CheckpointConfig": "ckptstore.config",
     "CheckpointingMode": "ckptstore.config",
     "ExternalizedCheckpointRetention": "ckptstore.config",
     "ExternalizedCheckpointCleanup": "ckptstore.config",
     "load_checkpoint_storage": "ckptstore.loader",
-    "conformance_target": "ckptstore.conformance",
+    "conformance_target": "ckptstore.targets",
     "ByteStreamStateHandle": "ckptstore.api",
     "CheckpointedStateScope": "ckptstore.api",
     "CheckpointStorageLocationReference": "ckptstore.api",
     "JobID": "ckptstore.api",
-    "Leftover": "ckptstore.leftovers",
-    "RetryBudget": "ckptstore.filesystems",
+    "Leftover": "ckptstore.filesystem.leftovers",
+    "RetryBudget": "ckptstore.stores.retry",
     "redact": "ckptstore.redaction",
-    "retry_budget": "ckptstore.filesystems",
+    "retry_budget": "ckptstore.stores.retry",
 }
 
 __all__ = [
@@ -79,14 +78,14 @@ if TYPE_CHECKING:  # the names __getattr__ provides, for type checkers
         ExternalizedCheckpointCleanup,
         ExternalizedCheckpointRetention,
     )
-    from ckptstore.conformance import conformance_target
-    from ckptstore.filesystem_storage import FileSystemCheckpointStorage
-    from ckptstore.filesystems import RetryBudget, retry_budget
-    from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
-    from ckptstore.leftovers import Leftover
+    from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+    from ckptstore.filesystem.leftovers import Leftover
+    from ckptstore.filesystem.storage import FileSystemCheckpointStorage
+    from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
     from ckptstore.loader import load_checkpoint_storage
     from ckptstore.redaction import redact
+    from ckptstore.stores.retry import RetryBudget, retry_budget
+    from ckptstore.targets import conformance_target
 
 
 def __getattr__(name: str) -> Any:

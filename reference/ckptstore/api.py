@@ -63,13 +63,13 @@ Untrusted input (what every implementation should do; the reference does it as d
   sources with the same file name never collide in one target directory.
 * Every failure of a file system or its client library (an unreachable endpoint, a
   misconfigured client) surfaces as ``OSError`` from every method, within a bounded retry
-  budget (the reference: ``ckptstore.filesystems.retry_budget``, configurable with the
+  budget (the reference: ``ckptstore.stores.retry.retry_budget``, configurable with the
   storage-agnostic options ``retry_attempts`` and ``retry_seconds``), naming the endpoint and the
   path but never a secret; ``repr``, error messages and logs show no credential
   (``ckptstore.redaction``).
 * Crash leftovers (staging files, state files of checkpoints that never got ``_metadata``)
   can be found and removed within the storage's own layout (the reference:
-  ``find_leftovers``/``clean_leftovers`` of its storages, ``ckptstore.leftovers``).
+  ``find_leftovers``/``clean_leftovers`` of its storages, ``ckptstore.filesystem.leftovers``).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ upload timed out must not then spend the whole budget again on each request of i
 Every public method of the reference that may send requests is a :func:`public_call`: it
 records its start in a context variable, unless an outer public call of the same thread did
 (a call made inside another one counts against the outer one). The S3 file system reads it
-(``ckptstore.budgeted_s3``, ``ckptstore.s3``): a request gets what is left of the call's
-budget, and none is sent once it is spent.
+(``ckptstore.stores.budgeted_s3``, ``ckptstore.stores.s3``): a request gets what is left of the
+call's budget, and none is sent once it is spent.
 
 A context variable, not a thread-local: fsspec runs the requests as tasks of its event loop
 thread, and a task started from a thread (``asyncio.run_coroutine_threadsafe``) runs in a copy

@@ -37,7 +37,7 @@ from ckptstore.validation import (
 )
 
 if TYPE_CHECKING:
-    from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+    from ckptstore.filesystem.storage import FileSystemCheckpointStorage
 
 __all__ = [
     "MINIMAL_CHECKPOINT_TIME",
@@ -412,6 +412,6 @@ class CheckpointConfig:
 
 def _file_system_storage(path: str) -> FileSystemCheckpointStorage:
     # Imported here: the file-system storage pulls in fsspec, the config itself does not.
-    from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+    from ckptstore.filesystem.storage import FileSystemCheckpointStorage
 
     return FileSystemCheckpointStorage(path)

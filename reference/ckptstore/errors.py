@@ -155,7 +155,7 @@ class MetadataExistsError(CheckpointFileExistsError):
 class ConditionalWritesUnsupportedError(CheckpointIOError):
     """The S3 server ignores conditional writes, so ``_metadata`` cannot be published
     exclusively, and the storage options do not allow publishing it without them
-    (``allow_unconditional_metadata``, ``ckptstore.s3``); nothing was written."""
+    (``allow_unconditional_metadata``, ``ckptstore.stores.s3``); nothing was written."""
 
     default_errno = errno.EOPNOTSUPP
 
@@ -201,7 +201,7 @@ class DisposalRefusedError(CheckpointIOError, PermissionError):
     """A disposal would delete something this storage's layout does not name; nothing was deleted.
 
     Completed and aborted locations delete only ``chk-<n>`` and ``savepoint-<job>-<suffix>``
-    directories (``ckptstore.layout``); a location resolved from a pointer to any other
+    directories (``ckptstore.filesystem.layout``); a location resolved from a pointer to any other
     directory (or to a file in one) refuses to be disposed instead of deleting siblings.
     """
 

@@ -6,7 +6,7 @@ exceptions (botocore's ``EndpointConnectionError`` or ``ParamValidationError`` a
 ``OSError``), aiohttp errors and timeouts. The contract promises ``OSError`` for any I/O problem
 and ``FileNotFoundError`` for something that does not exist, so every storage operation that
 touches a file system runs in :func:`io_errors` (the raw operations of
-``ckptstore.filesystems``: whatever a file-system call raises is its failure), which raises:
+``ckptstore.stores.registry``: whatever a file-system call raises is its failure), which raises:
 
 * ``CheckpointNotFoundError`` (a ``FileNotFoundError``) for a missing file or object,
 * ``CheckpointFileExistsError`` (a ``FileExistsError``) for a file that an exclusive create
@@ -31,7 +31,7 @@ translate the same way on every call: on S3 the GET happens at the first ``read(
 PUT at ``close()``.
 
 How long a failure may take is bounded by the retry budget of the file system's options
-(``ckptstore.filesystems.retry_budget``).
+(``ckptstore.stores.retry.retry_budget``).
 
 This module does no I/O and imports only the standard library and ``ckptstore``'s own
 ``errors``, ``redaction`` and ``paths``; file systems are inspected by duck typing.

@@ -41,8 +41,8 @@ from ckptstore.redaction import get_logger
 from ckptstore.validation import describe
 
 if TYPE_CHECKING:
-    from ckptstore.filesystem_storage import FileSystemCheckpointStorage
-    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.filesystem.storage import FileSystemCheckpointStorage
+    from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
 
 __all__ = [
     "DEFAULT_FILE_STATE_THRESHOLD",
@@ -100,7 +100,7 @@ def load_jobmanager_storage(
     config: Mapping[str, str | int | bool], *, storage_options: Mapping[str, Any] | None = None
 ) -> JobManagerCheckpointStorage:
     """A ``JobManagerCheckpointStorage`` with the configured checkpoint and savepoint paths."""
-    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
 
     config = _require_mapping(config)
     try:
@@ -119,7 +119,7 @@ def load_file_system_storage(
     config: Mapping[str, str | int | bool], *, storage_options: Mapping[str, Any] | None = None
 ) -> FileSystemCheckpointStorage:
     """A ``FileSystemCheckpointStorage`` from the configuration (CS4 ``createFromConfig``)."""
-    from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+    from ckptstore.filesystem.storage import FileSystemCheckpointStorage
 
     config = _require_mapping(config)
     checkpoint_dir = get_string(config, CHECKPOINTS_DIRECTORY)

@@ -55,7 +55,7 @@ __all__ = [
 #: Spellings of the local file system; ``local`` is fsspec's alias of ``file``.
 LOCAL_SCHEMES = frozenset({"file", "local"})
 #: Spellings of S3 (``s3n`` is Hadoop's old native S3 file system: no fsspec file system
-#: serves it, so the reference accepts it nowhere; see ``ckptstore.filesystems``).
+#: serves it, so the reference accepts it nowhere; see ``ckptstore.stores.registry``).
 S3_SCHEMES = frozenset({"s3", "s3a"})
 #: Remote file systems whose URL authority is a host (``sftp://host:port/dir``): their fsspec
 #: file systems take the URL's path alone (``/dir``) and reach the host their options name.

@@ -95,7 +95,7 @@ MAX_ENTROPY_LENGTH = 64
 #: The longest URL or path accepted anywhere (Linux PATH_MAX).
 MAX_URL_LENGTH = 4096
 #: Accepted ranges of the retry-budget options in ``storage_options`` (S3): see
-#: ``ckptstore.filesystems.retry_budget``.
+#: ``ckptstore.stores.retry.retry_budget``.
 RETRY_BUDGET_LIMITS: Mapping[str, tuple[float, float]] = {
     "retry_attempts": (1, 20),
     "retry_seconds": (0, 3600),  # exclusive of 0
@@ -479,7 +479,7 @@ def require_scheme_names(value: Any, setting: str = "allowed_schemes") -> tuple[
 
     ``None`` as a whole means "none"; ``None`` or a non-string inside, an empty name or a
     name that is no URL scheme (RFC 3986) is refused. Whether a file system serves the
-    scheme is checked by ``ckptstore.filesystems`` (fsspec's registry).
+    scheme is checked by ``ckptstore.stores.registry`` (fsspec's registry).
     """
     accepted = "URL scheme names such as 'file', 's3' or 'memory'"
     if value is None:
@@ -531,7 +531,7 @@ def require_storage_options(value: Any, setting: str = "storage_options") -> dic
     return options
 
 
-#: The reference's own boolean ``storage_options`` keys (``ckptstore.s3``).
+#: The reference's own boolean ``storage_options`` keys (``ckptstore.stores.s3``).
 _FLAG_OPTIONS = ("allow_unconditional_metadata",)
 
 

@@ -74,7 +74,7 @@ def test_flink_reads_what_the_reference_wrote(flink, reference):
 
 
 def test_reference_reads_what_flink_wrote(flink, reference):
-    from ckptstore.handles import FileStateHandle
+    from ckptstore.filesystem.handles import FileStateHandle
 
     completed, written = _checkpoint(flink, 12)
     assert completed.external_pointer.startswith("file:/")  # Flink's spelling of the pointer

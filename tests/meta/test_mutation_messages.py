@@ -215,7 +215,7 @@ def test_a_local_that_feeds_only_a_raised_errors_words_is_a_message(
     mutated = RAISING.replace("mutmut_orig", "mutmut_1").replace(*change.split(" => "))
     path = tmp_path / "pointers.py"
     path.write_text(textwrap.dedent(RAISING + mutated), encoding="utf-8")
-    reason = messages.message_reason("ckptstore.pointers.x_resolve__mutmut_1", path, [])
+    reason = messages.message_reason("ckptstore.filesystem.pointers.x_resolve__mutmut_1", path, [])
     assert bool(reason) is excused, change
 
 
@@ -245,5 +245,5 @@ def test_log_lines_are_message_text_other_methods_of_that_name_are_not(
     parameters = [
         messages.MessageParameter("_LOG.warning", f"arg{n}", n, "a log line") for n in range(3)
     ]
-    reason = messages.message_reason("ckptstore.s3.x_probe__mutmut_1", path, parameters)
+    reason = messages.message_reason("ckptstore.stores.s3.x_probe__mutmut_1", path, parameters)
     assert bool(reason) is excused, change

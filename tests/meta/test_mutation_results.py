@@ -343,15 +343,15 @@ def test_only_mutants_with_cheap_tests_are_chosen(tmp_path, monkeypatch):
     """--max-seconds keeps the mutants whose tests mutmut estimates at most that long (and
     those no test reaches: they cost nothing), in the order given."""
     estimates = (
-        "<no tests> ckptstore.s3.x_a__mutmut_1\n"
-        "900ms ckptstore.s3.x_b__mutmut_2\n"
-        "2000ms ckptstore.s3.x_c__mutmut_3\n"
-        "61000ms ckptstore.s3.x_d__mutmut_4\n"
+        "<no tests> ckptstore.stores.s3.x_a__mutmut_1\n"
+        "900ms ckptstore.stores.s3.x_b__mutmut_2\n"
+        "2000ms ckptstore.stores.s3.x_c__mutmut_3\n"
+        "61000ms ckptstore.stores.s3.x_d__mutmut_4\n"
     )
     monkeypatch.setattr(mutation, "generate", lambda workdir: None)
     monkeypatch.setattr(mutation, "mutmut", lambda workdir, *args, capture=False: estimates)
-    names = ["ckptstore.s3.x_d__mutmut_4", "ckptstore.s3.x_c__mutmut_3",
-             "ckptstore.s3.x_b__mutmut_2", "ckptstore.s3.x_a__mutmut_1"]  # fmt: skip
+    names = ["ckptstore.stores.s3.x_d__mutmut_4", "ckptstore.stores.s3.x_c__mutmut_3",
+             "ckptstore.stores.s3.x_b__mutmut_2", "ckptstore.stores.s3.x_a__mutmut_1"]  # fmt: skip
     assert mutation.cheap_enough(tmp_path, names, 2.0) == names[1:]
     assert mutation.cheap_enough(tmp_path, names, 1.0) == names[2:]
     assert mutation.cheap_enough(tmp_path, [], 1.0) == []
@@ -416,14 +416,15 @@ def test_current_hashes_name_functions_and_methods_as_mutmut_does(tmp_path):
     # the real reference: a function and a method mutmut mutates
     defined = mutation.current_hashes()
     assert "ckptstore.io_errors.x_causal_chain" in defined
-    assert "ckptstore.s3.xǁExclusiveUploadǁwrite" in defined
+    assert "ckptstore.stores.s3.xǁExclusiveUploadǁwrite" in defined
     assert "ckptstore.x___getattr__" in defined  # the package's own module
 
 
 def test_current_hashes_are_the_hashes_mutmut_keeps():
     """The kept results hold mutmut's own hashes: where the code did not change since, ours
-    are equal (most functions did not change since the last runs). They are read from this
-    repository's branch mutation-state, which a clone of main alone lacks."""
+    are equal (most functions did not change since the last runs, though many moved: the
+    verdicts of a moved module are read under its new name, mutation_moves.toml). They are
+    read from this repository's branch mutation-state, which a clone of main alone lacks."""
     if mutation.state_commit() is None:
         pytest.skip("no branch mutation-state in this clone: no mutmut hashes to compare")
     current = mutation.current_hashes()
@@ -453,3 +454,132 @@ def test_verdicts_of_changed_functions_are_left_out(tmp_path):
     fresh, stale = mutation.current_verdicts(tmp_path, mutants, current)
     assert [m.name for m in fresh] == ["ckptstore.paths.x_parse__mutmut_1"]
     assert stale == {"ckptstore.paths.x_join", "ckptstore.paths.x_gone"}
+
+
+MOVES_TOML = """
+[modules]
+"ckptstore.access" = "ckptstore.filesystem.access"
+"ckptstore.s3" = "ckptstore.stores.s3"
+"ckptstore.operations" = "ckptstore.stores.operations"
+
+[functions."ckptstore.s3"]
+x_policy_of = "ckptstore.stores.retry"
+
+[functions."ckptstore.filesystems"]
+x_delete_file = "ckptstore.operations"
+"""
+
+
+def _old_layout(root: Path) -> Path:
+    """A workdir of verdicts kept before the wings: flat modules, one split in two."""
+    workdir = _workdir(root)
+    package = workdir / "mutants" / "src" / "ckptstore"
+    metas = {
+        "access": {"x_check": "a" * 12},
+        "s3": {"x_head": "b" * 12, "x_policy_of": "c" * 12},
+        "filesystems": {"x_delete_file": "d" * 12, "x_gone": "e" * 12},
+    }
+    for stem, hashes in metas.items():
+        codes = {f"ckptstore.{stem}.{f}__mutmut_{n}": n % 2 for f in hashes for n in (1, 2)}
+        meta = {"exit_code_by_key": codes, "hash_by_function_name": hashes}
+        (package / f"{stem}.py.meta").write_text(json.dumps(meta))
+    return workdir
+
+
+def test_kept_verdicts_follow_the_moves_of_their_modules(tmp_path, repo, monkeypatch):
+    """A verdict kept under a module's old name comes back under the module that defines its
+    function now: whole modules, a split one function by function, moves that chain; a
+    function the table does not move stays where it was (its verdicts stale)."""
+    # ckptstore.filesystems.x_delete_file: to ckptstore.operations, then ckptstore.stores
+    mutation.keep_results([_old_layout(tmp_path / "old")])
+    moves = tmp_path / "moves.toml"
+    moves.write_text(MOVES_TOML, encoding="utf-8")
+    monkeypatch.setattr(mutation, "MOVES", moves)
+    fresh = tmp_path / "clone" / "local+memory"
+    mutation.restore_results(fresh)
+    package = fresh / "mutants" / "src" / "ckptstore"
+    found = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py.meta"))
+    assert found == [
+        "filesystem/access.py.meta",
+        "filesystems.py.meta",
+        "stores/operations.py.meta",
+        "stores/retry.py.meta",
+        "stores/s3.py.meta",
+    ]
+    retry = json.loads((package / "stores" / "retry.py.meta").read_text())
+    assert retry["hash_by_function_name"] == {"x_policy_of": "c" * 12}
+    assert retry["exit_code_by_key"] == {
+        "ckptstore.stores.retry.x_policy_of__mutmut_1": 1,
+        "ckptstore.stores.retry.x_policy_of__mutmut_2": 0,
+    }
+    # the rest of a split module follows its module's entry
+    s3 = json.loads((package / "stores" / "s3.py.meta").read_text())
+    assert s3["hash_by_function_name"] == {"x_head": "b" * 12}
+    left = json.loads((package / "filesystems.py.meta").read_text())
+    assert left["hash_by_function_name"] == {"x_gone": "e" * 12}
+    current = {
+        "ckptstore.filesystem.access.x_check": "a" * 12,  # moved unchanged
+        "ckptstore.stores.s3.x_head": "f" * 12,  # changed on the way
+        "ckptstore.stores.retry.x_policy_of": "c" * 12,
+        "ckptstore.stores.operations.x_delete_file": "d" * 12,
+    }
+    mutants = [
+        mutation.Mutant(key, "killed", fresh)
+        for meta in package.rglob("*.py.meta")
+        for key in json.loads(meta.read_text())["exit_code_by_key"]
+    ]
+    fresh_verdicts, stale = mutation.current_verdicts(fresh, mutants, current)
+    assert {m.function for m in fresh_verdicts} == {
+        "ckptstore.filesystem.access.x_check",
+        "ckptstore.stores.retry.x_policy_of",
+        "ckptstore.stores.operations.x_delete_file",
+    }
+    assert stale == {"ckptstore.stores.s3.x_head", "ckptstore.filesystems.x_gone"}
+
+
+def test_verdicts_under_their_current_name_are_not_moved(tmp_path, repo, monkeypatch):
+    """Verdicts kept since the move, in the subpackages' files (two ``access.py`` of two
+    wings apart), win over those a file of the old name still holds for the same function."""
+    workdir = _old_layout(tmp_path / "old")
+    mutation.keep_results([workdir])
+    package = workdir / "mutants" / "src" / "ckptstore"
+    for stem in ("access", "s3", "filesystems"):
+        (package / f"{stem}.py.meta").unlink()
+    for wing in ("filesystem", "jobmanager"):
+        (package / wing).mkdir()
+        meta = {
+            "exit_code_by_key": {f"ckptstore.{wing}.access.x_check__mutmut_1": 0},
+            "hash_by_function_name": {"x_check": f"{wing[0]}" * 12},
+        }
+        (package / wing / "access.py.meta").write_text(json.dumps(meta))
+    mutation.keep_results([workdir])
+    moves = tmp_path / "moves.toml"
+    moves.write_text(MOVES_TOML, encoding="utf-8")
+    kept = mutation.kept_results("local+memory", mutation.Moves.load(moves))
+    assert "access.py.meta" not in kept
+    for wing in ("filesystem", "jobmanager"):
+        data = json.loads(kept[f"{wing}/access.py.meta"])
+        assert data["hash_by_function_name"] == {"x_check": f"{wing[0]}" * 12}
+        assert data["exit_code_by_key"] == {f"ckptstore.{wing}.access.x_check__mutmut_1": 0}
+
+
+def test_moves_in_a_circle_are_refused(tmp_path):
+    moves = tmp_path / "moves.toml"
+    moves.write_text('[modules]\n"ckptstore.a" = "ckptstore.b"\n"ckptstore.b" = "ckptstore.a"\n')
+    with pytest.raises(SystemExit, match="circle"):
+        mutation.Moves.load(moves).module_of("ckptstore.a", "x_f")
+
+
+def test_the_repository_moves_name_modules_of_the_reference():
+    """Every module the table moves to is a module of the reference now, and a module moved
+    whole is one no more (a module of that name again would lose its verdicts to the old
+    one's destination)."""
+    moves = mutation.Moves.load()
+    modules = {
+        mutation._module_of(p.relative_to(mutation.REFERENCE).with_suffix("").as_posix())
+        for p in mutation.REFERENCE.rglob("*.py")
+    }
+    targets = set(moves.modules.values())
+    targets |= {new for functions in moves.functions.values() for new in functions.values()}
+    assert targets <= modules, sorted(targets - modules)
+    assert not set(moves.modules) & modules

@@ -10,8 +10,8 @@ left out of the counts.
 ``reset_filesystem_caches()`` gives a test a fresh process state: it drops the reference's
 per-process file-system instances and s3fs's instance cache, so no client built by an earlier
 test (and no cache it may hold) can hide or add a request. ``reset_process_state()`` also
-forgets what this process learned about the servers' conditional writes (``ckptstore.s3``), so
-the next setup (or first ``_metadata`` publish) probes again: the ``s3`` fixture starts every
+forgets what this process learned about the servers' conditional writes (``ckptstore.stores.s3``),
+so the next setup (or first ``_metadata`` publish) probes again: the ``s3`` fixture starts every
 test with it, which makes the probe's three requests deterministic.
 """
 
@@ -25,8 +25,8 @@ from typing import Any
 
 from ckptconform.backends.moto import MotoBackend
 from ckptconform.servers.ledger import Recording, RequestLedger
-from ckptstore import filesystems
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores import registry, s3
 
 __all__ = [
     "DIRECTORY_PROBES",
@@ -40,7 +40,7 @@ __all__ = [
 
 #: Requests that look at directories or existence (S1): never on the worker path.
 DIRECTORY_PROBES = ("HeadObject", "HeadBucket", "ListObjects", "ListObjectsV2")
-#: What the key of a conditional-write probe object contains (``ckptstore.s3``).
+#: What the key of a conditional-write probe object contains (``ckptstore.stores.s3``).
 PROBE_KEY = "/.ckptstore-probe."
 
 
@@ -62,13 +62,12 @@ def reset_filesystem_caches() -> None:
     """
     import s3fs
 
-    filesystems._INSTANCES.clear()
+    registry._INSTANCES.clear()
     s3fs.S3FileSystem.clear_instance_cache()
 
 
 def reset_process_state() -> None:
     """``reset_filesystem_caches`` and forget the conditional-write probe answers."""
-    from ckptstore import s3
 
     reset_filesystem_caches()
     s3.reset_conditional_write_modes()

@@ -19,8 +19,8 @@ from typing import Any
 import fsspec
 import pytest
 
-from ckptstore import filesystems
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores import registry
 from tests.reference._fsroot import FsRoot, SpyFileSystem
 from tests.reference._moto import (
     S3Root,
@@ -67,21 +67,21 @@ def spy_fs(monkeypatch: pytest.MonkeyPatch) -> Any:
     """``install(scheme)`` makes every registry lookup of ``scheme`` return a spy."""
 
     def install(scheme: str) -> SpyFileSystem:
-        real = filesystems.get_filesystem
+        real = registry.get_filesystem
         spy = SpyFileSystem(real(scheme))
 
         def fake(requested: str, token: str | None = None, **kwargs: Any) -> Any:
             return spy if requested == scheme else real(requested, token, **kwargs)
 
         for module in (
-            "filesystems",
-            "handles",
-            "metadata",
-            "streams",
-            "locations",
-            "access",
-            "pointers",
-            "toolset",
+            "stores.registry",
+            "filesystem.handles",
+            "filesystem.metadata",
+            "filesystem.streams",
+            "filesystem.locations",
+            "filesystem.access",
+            "filesystem.pointers",
+            "filesystem.toolset",
         ):
             mod = __import__(f"ckptstore.{module}", fromlist=["get_filesystem"])
             if hasattr(mod, "get_filesystem"):

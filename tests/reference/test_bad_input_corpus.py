@@ -47,17 +47,17 @@ from ckptstore.api import (
     decode_path_from_reference,
     encode_path_as_reference,
 )
-from ckptstore.entropy import validate_entropy_options
 from ckptstore.errors import (
     CheckpointStorageError,
     DisposalRefusedError,
     MissingArgumentError,
 )
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-from ckptstore.locations import FsCheckpointStreamFactory
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.entropy import validate_entropy_options
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.locations import FsCheckpointStreamFactory
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.streams import FsCheckpointStateOutputStream
 from ckptstore.paths import parse_storage_path
-from ckptstore.streams import FsCheckpointStateOutputStream
 from ckptstore.validation import (
     JAVA_INT_MAX,
     JAVA_LONG_MAX,

@@ -29,10 +29,10 @@ from urllib.parse import unquote
 import pytest
 
 from ckptstore import FileSystemCheckpointStorage
-from ckptstore import s3 as s3_module
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.errors import ConditionalWritesUnsupportedError, MetadataExistsError
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores import s3 as s3_module
 from tests.reference._moto import PROBE_KEY, S3Root, new_root, reset_process_state
 
 pytest.importorskip("s3fs")
@@ -145,7 +145,7 @@ def test_s3rver_refuses_finalization_without_the_option(
     condition), a warning names the limitation and the option once, and without the option
     every finalization raises ConditionalWritesUnsupportedError (an OSError naming conditional
     writes and the option) before a single request: nothing is written."""
-    with caplog.at_level(logging.WARNING, logger="ckptstore.s3"):
+    with caplog.at_level(logging.WARNING, logger="ckptstore.stores.s3"):
         access, setup = _setup(s3rver)
         _storage(s3rver).create_checkpoint_storage(JobID.generate())
         access.initialize_base_locations_for_checkpoint()  # answered from the cache
@@ -297,7 +297,7 @@ def test_a_probe_that_cannot_be_deleted_is_a_leftover(
         "DeleteObject", status=403, code="AccessDenied", times=1, key_contains=PROBE_KEY
     )
     try:
-        with caplog.at_level(logging.WARNING, logger="ckptstore.s3"):
+        with caplog.at_level(logging.WARNING, logger="ckptstore.stores.s3"):
             access.initialize_base_locations_for_checkpoint()
     finally:
         s3.ledger.clear_faults()

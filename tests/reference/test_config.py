@@ -337,7 +337,7 @@ def test_set_checkpoint_storage_rejects_non_storage(config: CheckpointConfig) ->
 
 def test_set_checkpoint_storage_with_jobmanager_storage(config: CheckpointConfig) -> None:
     """CC4, CC5: the reference JobManager storage is a CheckpointStorage."""
-    from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+    from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
 
     storage = JobManagerCheckpointStorage()
     config.set_checkpoint_storage(storage)
@@ -347,7 +347,7 @@ def test_set_checkpoint_storage_with_jobmanager_storage(config: CheckpointConfig
 
 def test_set_checkpoint_storage_dir(config: CheckpointConfig, tmp_path: Any) -> None:
     """CC4: set_checkpoint_storage_dir(path) configures a FileSystemCheckpointStorage."""
-    fs_storage = pytest.importorskip("ckptstore.filesystem_storage")
+    fs_storage = pytest.importorskip("ckptstore.filesystem.storage")
     config.set_checkpoint_storage_dir(str(tmp_path))
     storage = config.get_checkpoint_storage()
     assert isinstance(storage, fs_storage.FileSystemCheckpointStorage)

@@ -17,10 +17,10 @@ from ckptstore.api import (
     CheckpointStorageLocationReference,
     JobID,
 )
-from ckptstore.conformance import ReferenceTarget, conformance_target, jobmanager_target
 from ckptstore.errors import ConfigurationError, InvalidArgumentError, StateSizeExceededError
-from ckptstore.filesystem_storage import FileSystemCheckpointStorage
-from ckptstore.jobmanager_storage import JobManagerCheckpointStorage
+from ckptstore.filesystem.storage import FileSystemCheckpointStorage
+from ckptstore.jobmanager.storage import JobManagerCheckpointStorage
+from ckptstore.targets import ReferenceTarget, conformance_target, jobmanager_target
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -38,10 +38,11 @@ import pytest
 
 from ckptconform.servers.ledger import RAW_USER_AGENT
 from ckptconform.servers.proxy import CountingProxy
-from ckptstore import FileSystemCheckpointStorage, filesystems
+from ckptstore import FileSystemCheckpointStorage
 from ckptstore.api import CheckpointedStateScope, CheckpointStorageLocationReference, JobID
 from ckptstore.errors import CheckpointIOError, CheckpointNotFoundError
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.stores import registry
 from tests.reference import _handles_child
 from tests.reference._moto import DIRECTORY_PROBES, S3Root, reset_filesystem_caches
 
@@ -61,7 +62,7 @@ FILE_SIZE = 30000  # above the default inline threshold: one file per stream
 def isolated_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Registrations made by a test (a proxy endpoint, a dead one) end with the test."""
     for name in ("_REGISTRATIONS", "_BY_STORE", "_BY_STORE_AUTHORITY", "_BY_AUTHORITY"):
-        monkeypatch.setattr(filesystems, name, dict(getattr(filesystems, name)))
+        monkeypatch.setattr(registry, name, dict(getattr(registry, name)))
 
 
 @dataclass

@@ -24,24 +24,19 @@ from ckptstore.errors import (
     InvalidPathError,
     InvalidPointerError,
 )
-from ckptstore.filesystems import (
-    delete_file,
-    delete_tree,
-    filesystem_for,
-    register_filesystem,
-    register_path,
-)
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-from ckptstore.layout import (
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.layout import (
     is_checkpoint_dir_name,
     is_savepoint_dir_name,
     is_staging_file_name,
     is_state_file_name,
     require_disposable,
 )
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.toolset import FsCheckpointStateToolset
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.toolset import FsCheckpointStateToolset
+from ckptstore.stores.operations import delete_file, delete_tree
+from ckptstore.stores.registry import filesystem_for, register_filesystem, register_path
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root
 

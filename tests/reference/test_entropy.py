@@ -12,8 +12,8 @@ import pytest
 
 from ckptstore import FileStateHandle, FileSystemCheckpointStorage, RelativeFileStateHandle
 from ckptstore.api import CheckpointedStateScope, JobID
-from ckptstore.entropy import ENTROPY_ALPHABET, EntropyInjector, validate_entropy_options
 from ckptstore.errors import ConfigurationError
+from ckptstore.filesystem.entropy import ENTROPY_ALPHABET, EntropyInjector, validate_entropy_options
 from ckptstore.paths import parse_storage_path
 from tests.reference._fsroot import FsRoot
 

@@ -24,7 +24,7 @@ import pytest
 from ckptstore import FileSystemCheckpointStorage
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.errors import MetadataExistsError
-from ckptstore.handles import FileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle
 from tests.reference._moto import S3Root
 
 pytest.importorskip("s3fs")

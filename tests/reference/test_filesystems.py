@@ -1,4 +1,4 @@
-"""The file-system registry and scheme traits (ckptstore.filesystems)."""
+"""The file-system registry and scheme traits (ckptstore.stores.registry)."""
 
 from __future__ import annotations
 
@@ -16,18 +16,18 @@ import fsspec
 import fsspec.config
 import pytest
 
-from ckptstore import filesystems, s3
-from ckptstore.filesystems import (
-    exclusive_mode,
+from ckptstore.io_errors import host_endpoint, public_endpoint
+from ckptstore.paths import parse_storage_path
+from ckptstore.stores import local, operations, registry, retry
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.registry import (
     filesystem_options,
     get_filesystem,
     register_filesystem,
-    retry_budget,
     store_token,
-    traits_for,
 )
-from ckptstore.io_errors import host_endpoint, public_endpoint
-from ckptstore.paths import parse_storage_path
+from ckptstore.stores.remote import exclusive_mode
+from ckptstore.stores.retry import retry_budget
 
 
 def test_tokens_name_the_store_and_never_the_credentials() -> None:
@@ -74,7 +74,7 @@ def test_s3_options_get_bounded_defaults_that_the_user_can_override(
     # issue 9: s3fs's own loop makes one pass, so it never multiplies botocore's 3 attempts
     assert options["retries"] == 1
     assert options["config_kwargs"] == {"connect_timeout": 2, "read_timeout": 20}
-    assert s3.policy_of(options) == s3.DEFAULT_POLICY
+    assert retry.policy_of(options) == retry.DEFAULT_POLICY
     mine = filesystem_options(
         "s3",
         {"retries": 7, "config_kwargs": {"connect_timeout": 30, "retries": {"mode": "adaptive"}}},
@@ -85,9 +85,9 @@ def test_s3_options_get_bounded_defaults_that_the_user_can_override(
         "read_timeout": 20,
         "retries": {"mode": "adaptive"},
     }
-    assert s3.policy_of(mine) is None  # botocore's own retries, as configured
+    assert retry.policy_of(mine) is None  # botocore's own retries, as configured
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "9")  # botocore's own setting is respected
-    assert s3.policy_of(filesystem_options("s3", {})) is None
+    assert retry.policy_of(filesystem_options("s3", {})) is None
 
 
 def test_botocores_own_attempts_where_the_user_set_them(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,8 +95,8 @@ def test_botocores_own_attempts_where_the_user_set_them(monkeypatch: pytest.Monk
     botocore's own handler, and the budget counts its requests per call."""
     for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
         monkeypatch.delenv(name, raising=False)
-    assert s3.policy_of(filesystem_options("s3", {})) == s3.DEFAULT_POLICY
-    assert retry_budget(None).max_attempts == s3.DEFAULT_RETRY_ATTEMPTS - 1
+    assert retry.policy_of(filesystem_options("s3", {})) == retry.DEFAULT_POLICY
+    assert retry_budget(None).max_attempts == retry.DEFAULT_RETRY_ATTEMPTS - 1
     for retries, requests in (
         ({"max_attempts": 0}, 1),
         ({"max_attempts": 5}, 6),
@@ -106,14 +106,14 @@ def test_botocores_own_attempts_where_the_user_set_them(monkeypatch: pytest.Monk
         ({}, 3),
     ):
         options = {"config_kwargs": {"retries": retries}}
-        assert s3.policy_of(filesystem_options("s3", options)) is None, retries
+        assert retry.policy_of(filesystem_options("s3", options)) is None, retries
         budget = retry_budget(options)
         assert budget.max_attempts == requests - 1, retries
         assert budget.seconds is None, retries
         assert budget.throttle_attempts is None, retries
     monkeypatch.setenv("AWS_RETRY_MODE", "standard")
-    assert s3.policy_of(filesystem_options("s3", {})) is None
-    assert retry_budget(None).max_attempts == s3.DEFAULT_RETRY_ATTEMPTS - 1
+    assert retry.policy_of(filesystem_options("s3", {})) is None
+    assert retry_budget(None).max_attempts == retry.DEFAULT_RETRY_ATTEMPTS - 1
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "7")
     assert retry_budget(None).max_attempts == 6
     assert retry_budget({"retry_attempts": 2}).max_attempts == 1  # the keys win
@@ -126,26 +126,26 @@ def test_the_environments_retry_settings_are_folded_into_the_options(
     set them (botocore's precedence), so the options key the file-system cache on them."""
     for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
         monkeypatch.delenv(name, raising=False)
-    assert s3.with_environment_retries({"read_timeout": 5}) == {"read_timeout": 5}
+    assert retry.with_environment_retries({"read_timeout": 5}) == {"read_timeout": 5}
     given = {"retries": {"mode": "legacy"}}
-    assert s3.with_environment_retries(given) == given
+    assert retry.with_environment_retries(given) == given
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", " 2 ")
-    assert s3.with_environment_retries({}) == {"retries": {"total_max_attempts": 2}}
-    assert s3.with_environment_retries({"retries": {"max_attempts": 0}}) == {
+    assert retry.with_environment_retries({}) == {"retries": {"total_max_attempts": 2}}
+    assert retry.with_environment_retries({"retries": {"max_attempts": 0}}) == {
         "retries": {"max_attempts": 0}
     }
-    assert s3.with_environment_retries({"retries": {"total_max_attempts": 5}}) == {
+    assert retry.with_environment_retries({"retries": {"total_max_attempts": 5}}) == {
         "retries": {"total_max_attempts": 5}
     }
     monkeypatch.setenv("AWS_RETRY_MODE", "adaptive")
-    assert s3.with_environment_retries(given) == {
+    assert retry.with_environment_retries(given) == {
         "retries": {"mode": "legacy", "total_max_attempts": 2}
     }
     assert given == {"retries": {"mode": "legacy"}}  # not modified
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "many")  # not a count: botocore's default stays
-    assert s3.with_environment_retries({}) == {"retries": {"mode": "adaptive"}}
+    assert retry.with_environment_retries({}) == {"retries": {"mode": "adaptive"}}
     monkeypatch.delenv("AWS_RETRY_MODE")
-    assert s3.with_environment_retries({}) == {}
+    assert retry.with_environment_retries({}) == {}
 
 
 def test_s3fs_instances_get_the_retries_option() -> None:
@@ -174,11 +174,11 @@ def test_fsspec_configuration_is_the_base_of_every_option_set(
 def test_resolution_rules_store_then_bucket_then_fsspec(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rule 1 (same store, most recent, preferring the bucket), rule 2 (bucket), rule 3."""
     pytest.importorskip("s3fs")
-    monkeypatch.setattr(filesystems, "_REGISTRATIONS", {})
-    monkeypatch.setattr(filesystems, "_BY_STORE", {})
-    monkeypatch.setattr(filesystems, "_BY_STORE_AUTHORITY", {})
-    monkeypatch.setattr(filesystems, "_BY_AUTHORITY", {})
-    monkeypatch.setattr(filesystems, "_INSTANCES", {})
+    monkeypatch.setattr(registry, "_REGISTRATIONS", {})
+    monkeypatch.setattr(registry, "_BY_STORE", {})
+    monkeypatch.setattr(registry, "_BY_STORE_AUTHORITY", {})
+    monkeypatch.setattr(registry, "_BY_AUTHORITY", {})
+    monkeypatch.setattr(registry, "_INSTANCES", {})
     monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": "http://127.0.0.1:9"})
 
     def used(token: str | None, bucket: str) -> tuple[str, str | None]:
@@ -274,7 +274,7 @@ def test_exclusive_mode_adds_the_write_flag_for_sftp() -> None:
 #: bytes (SIGXFSZ ignored, so writes beyond it fail with EFBIG); prints the error's errno.
 _LIMITED_PUBLISH = """
 import resource, signal, sys
-from ckptstore.filesystems import publish_exclusive
+from ckptstore.stores.operations import publish_exclusive
 from ckptstore.paths import parse_storage_path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[3]), resource.RLIM_INFINITY))
@@ -303,7 +303,7 @@ def test_a_local_publish_over_the_file_size_limit_leaves_nothing(tmp_path: Path)
     )
     assert child.stdout.split() == ["CheckpointIOError", str(errno.EFBIG)], child.stderr
     assert list(tmp_path.iterdir()) == []
-    filesystems.publish_exclusive(None, directory.child("_metadata"), b"small")
+    operations.publish_exclusive(None, directory.child("_metadata"), b"small")
     assert [p.name for p in tmp_path.iterdir()] == ["_metadata"]
 
 
@@ -317,11 +317,11 @@ def test_every_failing_step_of_a_local_publish_removes_its_staging_file(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     if step == "write":
-        monkeypatch.setattr(filesystems, "open", _failing_writes, raising=False)
+        monkeypatch.setattr(local, "open", _failing_writes, raising=False)
     else:
-        monkeypatch.setattr(filesystems.os, step, failing)
+        monkeypatch.setattr(local.os, step, failing)
     with pytest.raises(OSError) as error:
-        filesystems.publish_exclusive(
+        operations.publish_exclusive(
             None, parse_storage_path(str(tmp_path)).child("_metadata"), b"m"
         )
     assert error.value.errno == errno.ENOSPC
@@ -359,10 +359,10 @@ def test_a_failed_publish_removes_the_half_written_file_it_created(tmp_path: Pat
     fs = _HalfWritingFs(tmp_path)
     target = parse_storage_path(f"sftp://host:22{tmp_path}/_metadata")
     with pytest.raises(OSError):
-        filesystems.publish_exclusive(fs, target, b"metadata")
+        operations.publish_exclusive(fs, target, b"metadata")
     assert fs.removed == [target.fs_path]
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "_metadata").write_bytes(b"first")
     with pytest.raises(FileExistsError):
-        filesystems.publish_exclusive(fs, target, b"metadata")
+        operations.publish_exclusive(fs, target, b"metadata")
     assert (tmp_path / "_metadata").read_bytes() == b"first"

@@ -1,8 +1,8 @@
 """A forked child uses the storage although a thread of its parent held a lock at the fork.
 
 The child of ``os.fork`` has only the forking thread; a lock that another thread of the parent
-held stays held in the child forever. Every lock of the registry (``ckptstore.filesystems``),
-of the conditional-write answers (``ckptstore.s3``) and fsspec's lock around its event loop
+held stays held in the child forever. Every lock of the registry (``ckptstore.stores.registry``),
+of the conditional-write answers (``ckptstore.stores.s3``) and fsspec's lock around its event loop
 is made anew in the child, and the child makes its own file-system instances (the parent's
 clients, sessions and event loop are not usable there). PySpark's daemon and
 multiprocessing's fork start method fork workers so.
@@ -20,11 +20,11 @@ from typing import Any
 import fsspec.asyn
 import pytest
 
-from ckptstore import filesystems
-from ckptstore import s3 as s3_module
 from ckptstore.api import CheckpointedStateScope, JobID
-from ckptstore.filesystem_storage import FileSystemCheckpointStorage
+from ckptstore.filesystem.storage import FileSystemCheckpointStorage
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores import memory, registry
+from ckptstore.stores import s3 as s3_module
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root
 
@@ -96,12 +96,12 @@ def _round_trip(root: str, storage_options: dict[str, Any] | None = None) -> Non
         assert reader.read() == b"state of the child"
 
 
-@pytest.mark.parametrize("lock_name", ["_LOCK", "_MEMORY_LOCK"])
+@pytest.mark.parametrize(("module", "lock_name"), [(registry, "_LOCK"), (memory, "MEMORY_LOCK")])
 def test_a_child_forked_while_a_registry_lock_is_held_uses_the_storage(
-    fsroot: FsRoot, lock_name: str
+    fsroot: FsRoot, module: Any, lock_name: str
 ) -> None:
     _round_trip(fsroot.url)
-    with held_by_another_thread(getattr(filesystems, lock_name)):
+    with held_by_another_thread(getattr(module, lock_name)):
         outcome = _in_child(lambda: _round_trip(fsroot.url))
     assert outcome == "ok"
 
@@ -131,7 +131,7 @@ def test_a_child_forked_during_a_probe_probes_and_publishes(s3: S3Root) -> None:
         with completed.metadata_handle.open_input_stream() as reader:
             assert reader.read() == b"metadata of the child"
         s3_module.probe_conditional_writes(
-            filesystems.filesystem_for(parse_storage_path(s3.url)),
+            registry.filesystem_for(parse_storage_path(s3.url)),
             parse_storage_path(s3.sub("elsewhere")),
         )
 
@@ -146,11 +146,11 @@ def test_a_child_gets_its_own_file_system_instance(s3: S3Root) -> None:
         s3.sub("checkpoints"), storage_options=s3.storage_options, file_state_size_threshold=0
     )
     directory = parse_storage_path(storage.get_checkpoint_path())
-    parent_fs = filesystems.filesystem_for(directory)
+    parent_fs = registry.filesystem_for(directory)
     parent_fs.ls(s3.url.removeprefix("s3://").split("/")[0])  # connected
 
     def child() -> None:
-        child_fs = filesystems.filesystem_for(directory)
+        child_fs = registry.filesystem_for(directory)
         assert child_fs is not parent_fs
         assert child_fs.loop is not parent_fs._loop
         _round_trip(s3.sub("from-child"), s3.storage_options)
@@ -162,7 +162,7 @@ def test_making_a_file_system_does_not_hold_the_registry(fsroot: FsRoot, monkeyp
     """A file system that takes long to make (an SFTP client connects) keeps nobody else
     waiting: another thread's lookup of another store goes on meanwhile."""
     started, finish = threading.Event(), threading.Event()
-    original = filesystems._instantiate
+    original = registry._instantiate
 
     def slow(scheme: str, options: Any) -> Any:
         if scheme == "s3":
@@ -170,17 +170,15 @@ def test_making_a_file_system_does_not_hold_the_registry(fsroot: FsRoot, monkeyp
             finish.wait(30)
         return original(scheme, options)
 
-    monkeypatch.setattr(filesystems, "_instantiate", slow)
+    monkeypatch.setattr(registry, "_instantiate", slow)
     options = {"endpoint_url": "http://127.0.0.1:1", "key": "k", "secret": uuid.uuid4().hex}
-    token = filesystems.register_filesystem("s3", options)  # options of its own: not cached
-    slow_thread = threading.Thread(
-        target=lambda: filesystems.get_filesystem("s3", token), daemon=True
-    )
+    token = registry.register_filesystem("s3", options)  # options of its own: not cached
+    slow_thread = threading.Thread(target=lambda: registry.get_filesystem("s3", token), daemon=True)
     slow_thread.start()
     try:
         assert started.wait(10)
         other = threading.Thread(
-            target=lambda: filesystems.filesystem_for(parse_storage_path(fsroot.url)),
+            target=lambda: registry.filesystem_for(parse_storage_path(fsroot.url)),
             daemon=True,
         )
         other.start()

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from ckptstore import FileStateHandle, RelativeFileStateHandle
-from ckptstore import handles as handles_module
 from ckptstore.api import FileStateHandle as FileStateHandleProtocol
 from ckptstore.api import RelativeFileStateHandle as RelativeProtocol
 from ckptstore.errors import (
@@ -18,8 +17,9 @@ from ckptstore.errors import (
     MissingArgumentError,
     StateSizeMismatchError,
 )
-from ckptstore.filesystems import register_filesystem, register_path
+from ckptstore.filesystem import handles as handles_module
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores.registry import register_filesystem, register_path
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root
 

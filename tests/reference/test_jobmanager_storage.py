@@ -37,16 +37,19 @@ from ckptstore.errors import (
     StreamClosedError,
     UnsupportedSchemeError,
 )
-from ckptstore.handles import RelativeFileStateHandle
-from ckptstore.jobmanager_storage import (
+from ckptstore.filesystem.handles import RelativeFileStateHandle
+from ckptstore.filesystem.toolset import NotDuplicatingCheckpointStateToolset
+from ckptstore.jobmanager.memory_streams import (
+    MemCheckpointStreamFactory,
+    MemoryCheckpointOutputStream,
+)
+from ckptstore.jobmanager.storage import (
     DEFAULT_MAX_STATE_SIZE,
     JobManagerCheckpointStorage,
     MemoryBackendCheckpointStorageAccess,
     NonPersistentMetadataCheckpointStorageLocation,
     PersistentMetadataCheckpointStorageLocation,
 )
-from ckptstore.memory_streams import MemCheckpointStreamFactory, MemoryCheckpointOutputStream
-from ckptstore.toolset import NotDuplicatingCheckpointStateToolset
 
 SAVEPOINT_NAME = re.compile(r"^savepoint-[0-9a-f]{6}-[0-9a-f]{12}$")
 
@@ -191,13 +194,13 @@ def test_access_registers_its_file_systems(job_id: JobID) -> None:
     def registered(register: mock.Mock) -> list[tuple[str, Any]]:
         return sorted((path.url, opts) for path, opts in (c.args for c in register.call_args_list))
 
-    with mock.patch("ckptstore.base_access.register_path") as register:
+    with mock.patch("ckptstore.filesystem.base_access.register_path") as register:
         storage.create_checkpoint_storage(job_id)
     assert registered(register) == [
         ("memory:///sp", options),
         ("s3://bucket/ckpt", options),
     ]
-    with mock.patch("ckptstore.jobmanager_storage.register_path") as register:
+    with mock.patch("ckptstore.jobmanager.storage.register_path") as register:
         pickle.loads(pickle.dumps(storage))
     assert registered(register) == [("memory:///sp", options), ("s3://bucket/ckpt", options)]
 
@@ -302,14 +305,14 @@ def test_non_persistent_location_is_picklable(job_id: JobID) -> None:
 
 
 def test_pickles_naming_the_former_module_load(job_id: JobID) -> None:
-    """SER, MEM3: the locations moved to ``ckptstore.jobmanager_locations``; a completed
-    location pickled when its class lived in ``ckptstore.jobmanager_storage`` still loads."""
+    """SER, MEM3: the locations moved to ``ckptstore.jobmanager.locations``; a completed
+    location pickled when its class lived in ``ckptstore.jobmanager.storage`` still loads."""
     access = JobManagerCheckpointStorage().create_checkpoint_storage(job_id)
     completed = _checkpoint(access, 1, b"x", b"meta")
     blob = pickle.dumps(completed, protocol=2)  # protocol 2 names a class in a text line
-    now = b"ckptstore.jobmanager_locations\n"
+    now = b"ckptstore.jobmanager.locations\n"
     assert now in blob
-    copy = pickle.loads(blob.replace(now, b"ckptstore.jobmanager_storage\n"))
+    copy = pickle.loads(blob.replace(now, b"ckptstore.jobmanager.storage\n"))
     assert type(copy) is type(completed)
     assert copy.metadata_handle.data == b"meta"
     assert copy.external_pointer == NON_ADDRESSABLE_POINTER
@@ -443,16 +446,16 @@ def test_negative_checkpoint_id(job_id: JobID, tmp_path: Path) -> None:
 def test_no_directory_requests_on_object_stores(job_id: JobID) -> None:
     """MEM3, S1, ACC6: on an object store the coordinator creates no directory.
 
-    Its setup probes conditional writes (issue 9, ``ckptstore.s3``) in the job's checkpoint
+    Its setup probes conditional writes (issue 9, ``ckptstore.stores.s3``) in the job's checkpoint
     directory, and that is all.
     """
     storage = JobManagerCheckpointStorage("s3://bucket/ckpt", savepoint_path="s3://bucket/sp")
     access = storage.create_checkpoint_storage(job_id)
     fake_fs = mock.Mock()
     with (
-        mock.patch("ckptstore.jobmanager_access.filesystem_for", return_value=fake_fs),
-        mock.patch("ckptstore.base_access.filesystem_for", return_value=fake_fs),
-        mock.patch("ckptstore.jobmanager_access.probe_conditional_writes") as probe,
+        mock.patch("ckptstore.jobmanager.access.filesystem_for", return_value=fake_fs),
+        mock.patch("ckptstore.filesystem.base_access.filesystem_for", return_value=fake_fs),
+        mock.patch("ckptstore.jobmanager.access.probe_conditional_writes") as probe,
     ):
         access.initialize_base_locations_for_checkpoint()
         location = access.initialize_location_for_checkpoint(5)
@@ -644,7 +647,9 @@ def test_savepoint_mkdir_failure(job_id: JobID, tmp_path: Path) -> None:
         job_id
     )
     with (
-        mock.patch("ckptstore.base_access.make_directory_exclusive", return_value=False) as mkdir,
+        mock.patch(
+            "ckptstore.filesystem.base_access.make_directory_exclusive", return_value=False
+        ) as mkdir,
         pytest.raises(OSError, match="Failed to create savepoint directory at"),
     ):
         access.initialize_location_for_savepoint(1)

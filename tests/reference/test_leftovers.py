@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage, leftovers
+from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.errors import CheckpointStorageError
+from ckptstore.filesystem import leftovers
 from ckptstore.paths import parse_storage_path
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root

@@ -11,8 +11,8 @@ import pytest
 
 from ckptstore.api import JobID
 from ckptstore.errors import ConfigurationError, InvalidArgumentError, MissingArgumentError
-from ckptstore.filesystem_storage import FileSystemCheckpointStorage
-from ckptstore.jobmanager_storage import DEFAULT_MAX_STATE_SIZE, JobManagerCheckpointStorage
+from ckptstore.filesystem.storage import FileSystemCheckpointStorage
+from ckptstore.jobmanager.storage import DEFAULT_MAX_STATE_SIZE, JobManagerCheckpointStorage
 from ckptstore.loader import (
     DEFAULT_FILE_STATE_THRESHOLD,
     MAX_FILE_STATE_THRESHOLD,

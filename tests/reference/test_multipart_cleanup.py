@@ -18,12 +18,14 @@ from typing import Any
 
 import pytest
 
-from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage, leftovers
-from ckptstore import s3 as s3_module
+from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.errors import DisposalRefusedError
-from ckptstore.filesystems import delete_tree, filesystem_for
+from ckptstore.filesystem import leftovers
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores import s3 as s3_module
+from ckptstore.stores.operations import delete_tree
+from ckptstore.stores.registry import filesystem_for
 from tests.reference._moto import S3Root
 
 pytest.importorskip("s3fs")

@@ -25,7 +25,7 @@ import pytest
 
 from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage
 from ckptstore.api import ByteStreamStateHandle, JobID
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
 from tests.reference import _pickle_child
 from tests.reference._moto import (
     DIRECTORY_PROBES,

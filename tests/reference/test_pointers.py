@@ -1,4 +1,5 @@
-"""Pointer resolution (PTR1-PTR10) through ckptstore.pointers.resolve_checkpoint_pointer."""
+"""Pointer resolution (PTR1-PTR10) through
+ckptstore.filesystem.pointers.resolve_checkpoint_pointer."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from ckptstore.errors import (
     MissingArgumentError,
     UnsupportedSchemeError,
 )
+from ckptstore.filesystem.pointers import normalise_schemes, resolve_checkpoint_pointer
 from ckptstore.paths import parse_storage_path
-from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer
 from tests.reference._fsroot import FsRoot
 
 

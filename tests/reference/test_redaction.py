@@ -17,16 +17,10 @@ from typing import Any
 
 import pytest
 
-from ckptstore import (
-    FileSystemCheckpointStorage,
-    JobManagerCheckpointStorage,
-    filesystems,
-    redaction,
-)
+from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage, redaction
 from ckptstore.api import JobID, encode_path_as_reference
 from ckptstore.errors import CheckpointIOError
-from ckptstore.filesystems import register_filesystem, store_token
-from ckptstore.handles import FileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle
 from ckptstore.io_errors import translate_io_error
 from ckptstore.paths import parse_storage_path
 from ckptstore.redaction import (
@@ -39,6 +33,8 @@ from ckptstore.redaction import (
     redact_text,
     secret_values,
 )
+from ckptstore.stores import registry
+from ckptstore.stores.registry import register_filesystem, store_token
 from ckptstore.validation import describe
 
 PASSWORD = "Pw-7e1d-secret"
@@ -236,8 +232,8 @@ def test_store_tokens_and_cache_keys_hold_no_credential() -> None:
     import hashlib
     import json
 
-    keys = [r.key for r in filesystems._REGISTRATIONS.values()]
-    options = filesystems.filesystem_options("s3", OPTIONS)
+    keys = [r.key for r in registry._REGISTRATIONS.values()]
+    options = registry.filesystem_options("s3", OPTIONS)
     unsalted = hashlib.sha256(
         json.dumps(["s3", options], default=repr, sort_keys=True).encode()
     ).hexdigest()

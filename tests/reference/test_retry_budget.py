@@ -23,14 +23,15 @@ from typing import Any
 import pytest
 
 from ckptstore import FileSystemCheckpointStorage
-from ckptstore import s3 as s3_module
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.calls import call_started, public_call
-from ckptstore.conformance import conformance_target
 from ckptstore.errors import CheckpointIOError
-from ckptstore.filesystems import filesystem_for, filesystem_options, retry_budget
-from ckptstore.handles import FileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores import retry
+from ckptstore.stores.registry import filesystem_for, filesystem_options
+from ckptstore.stores.retry import retry_budget
+from ckptstore.targets import conformance_target
 from tests.reference._moto import S3Root, reset_filesystem_caches
 
 pytest.importorskip("s3fs")
@@ -106,8 +107,8 @@ def test_persistent_throttling_fails_within_the_throttle_time(
     """Every PutObject answered 503 SlowDown: the default policy retries throttling beyond
     its 3 attempts, but only within its throttle time since the operation started (10 s; 3 s
     here, to stay fast; the 3 attempts themselves back off at most 1 + 2 s)."""
-    policy = s3_module.RetryPolicy(attempts=3, throttle_attempts=10, throttle_seconds=3.0)
-    monkeypatch.setattr(s3_module, "DEFAULT_POLICY", policy)
+    policy = retry.RetryPolicy(attempts=3, throttle_attempts=10, throttle_seconds=3.0)
+    monkeypatch.setattr(retry, "DEFAULT_POLICY", policy)
     job = JobID.generate()
     location = _storage(s3).create_checkpoint_storage(job).initialize_location_for_checkpoint(1)
     stream = location.create_checkpoint_state_output_stream(EXCLUSIVE)
@@ -233,8 +234,8 @@ def test_a_call_inside_another_counts_against_the_outer_one() -> None:
     assert started is not None
     assert seen_inside == started
     assert call_started() is None
-    assert s3_module.call_budget_left(5.0) == 5.0
-    assert public_call(lambda: s3_module.call_budget_left(5.0))() <= 5.0
+    assert retry.call_budget_left(5.0) == 5.0
+    assert public_call(lambda: retry.call_budget_left(5.0))() <= 5.0
 
 
 def test_budget_keys_reach_botocore_and_s3fs() -> None:
@@ -244,7 +245,7 @@ def test_budget_keys_reach_botocore_and_s3fs() -> None:
         "s3", {"endpoint_url": "http://127.0.0.1:1", "retry_attempts": 4, "retry_seconds": 6}
     )
     assert options["retries"] == 1
-    assert s3_module.policy_of(options) == s3_module.RetryPolicy(attempts=4, seconds=6.0)
+    assert retry.policy_of(options) == retry.RetryPolicy(attempts=4, seconds=6.0)
     assert "retries" not in options["config_kwargs"]
     assert options["config_kwargs"]["connect_timeout"] == 2
     assert options["config_kwargs"]["read_timeout"] == 6.0
@@ -262,7 +263,7 @@ def test_budget_keys_reach_botocore_and_s3fs() -> None:
     )
     fs = filesystem_for(parse_storage_path("s3://budget-bucket/ckpt"))
     assert fs.retries == 1
-    assert fs.ckptstore_policy == s3_module.RetryPolicy(attempts=4)
+    assert fs.ckptstore_policy == retry.RetryPolicy(attempts=4)
     assert storage.storage_options["retry_attempts"] == 4
     default = retry_budget(None)
     assert (default.retries, default.attempts) == (1, 3)

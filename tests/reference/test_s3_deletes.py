@@ -19,6 +19,7 @@ import pytest
 from ckptstore import FileSystemCheckpointStorage
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.errors import CheckpointIOError
+from ckptstore.stores import s3 as s3_module
 from tests.reference._moto import S3Root
 
 pytest.importorskip("s3fs")
@@ -107,14 +108,13 @@ def test_a_missing_upload_listing_is_said_once(
 ) -> None:
     """ListMultipartUploads answered 501 (s3rver): disposals delete every object and a
     warning names the endpoint and the missing listing once, not per disposal."""
-    from ckptstore import s3 as s3_module
 
     s3_module._WARNED_NO_UPLOAD_LISTING.clear()
     first, _ = _checkpoint(s3, s3.sub("one"))
     second, _ = _checkpoint(s3, s3.sub("two"))
     s3.ledger.inject("ListMultipartUploads", status=501, code="NotImplemented", times=None)
     try:
-        with caplog.at_level(logging.WARNING, logger="ckptstore.s3"):
+        with caplog.at_level(logging.WARNING, logger="ckptstore.stores.s3"):
             first.dispose_storage_location()
             second.dispose_storage_location()
     finally:

@@ -11,9 +11,9 @@ DELETE (H2), duplicating server-side copies only (TO4).
 Issue 9 added two on purpose: the coordinator's once-per-job setup
 (``initialize_base_locations_for_checkpoint``) probes once per process whether the server
 honours conditional writes (PutObject, PutObject refused with 412, DeleteObject of one probe
-object; ``ckptstore.s3``), and a process that publishes ``_metadata`` without any setup probes
-before its first publish. The per-checkpoint path stays one PutObject per ``_metadata``. And a
-directory's delete is the reference's own (ListMultipartUploads, then one ListObjectsV2 and
+object; ``ckptstore.stores.s3``), and a process that publishes ``_metadata`` without any setup
+probes before its first publish. The per-checkpoint path stays one PutObject per ``_metadata``. And
+a directory's delete is the reference's own (ListMultipartUploads, then one ListObjectsV2 and
 one DeleteObjects per 1000 keys) instead of s3fs's ``rm``.
 """
 
@@ -34,7 +34,7 @@ from ckptstore.api import (
     JobID,
     encode_path_as_reference,
 )
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
 from tests.reference._moto import (
     DIRECTORY_PROBES,
     PROBE_KEY,

@@ -1,4 +1,4 @@
-"""``ckptstore.s3.ExclusiveUpload``, the writer of S3 state files (issue 13, S3 writes).
+"""``ckptstore.stores.s3.ExclusiveUpload``, the writer of S3 state files (issue 13, S3 writes).
 
 A state up to the writer's buffer is one exclusive PutObject; a larger one a multipart upload
 whose first part is the buffer and whose other parts are ``part_size``, never holding more
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from ckptstore import filesystems
 from ckptstore.api import CheckpointedStateScope, CheckpointStorageLocationReference, JobID
-from ckptstore.handles import FileStateHandle
-from ckptstore.s3 import MIN_PART_SIZE, ExclusiveUpload
+from ckptstore.filesystem.handles import FileStateHandle
+from ckptstore.stores import s3 as s3_module
+from ckptstore.stores.s3 import MIN_PART_SIZE, ExclusiveUpload
 from tests.reference._moto import S3Root
 from tests.reference.test_s3_requests import make_storage
 
@@ -147,8 +147,8 @@ def test_an_empty_object_is_one_put(s3: S3Root) -> None:
 def test_the_storage_sizes_its_uploads_by_the_buffer_or_default_block_size(s3: S3Root) -> None:
     """Through a state stream: the reference's buffer by default (a 12 MiB state is one
     PutObject), ``default_block_size`` when the storage options set it (as s3fs's files)."""
-    assert filesystems.OBJECT_STORE_UPLOAD_BUFFER >= 12 * MIB
-    assert filesystems.OBJECT_STORE_PART_SIZE >= MIN_PART_SIZE
+    assert s3_module.OBJECT_STORE_UPLOAD_BUFFER >= 12 * MIB
+    assert s3_module.OBJECT_STORE_PART_SIZE >= MIN_PART_SIZE
     data = os.urandom(12 * MIB)
     for options, expected in (
         ({}, {"PutObject": 1}),

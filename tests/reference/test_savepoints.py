@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from ckptstore import FileSystemCheckpointStorage, RelativeFileStateHandle
-from ckptstore import base_access as base_access_module
 from ckptstore.api import (
     REFERENCE_MAGIC_NUMBER,
     CheckpointedStateScope,
@@ -19,6 +18,7 @@ from ckptstore.api import (
     encode_path_as_reference,
 )
 from ckptstore.errors import CheckpointIOError, InvalidArgumentError, InvalidReferenceError
+from ckptstore.filesystem import base_access as base_access_module
 from ckptstore.paths import parse_storage_path
 from tests.reference._fsroot import FsRoot
 

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from ckptstore import FileStateHandle, FileSystemCheckpointStorage, RelativeFileStateHandle
-from ckptstore import filesystems as filesystems_module
 from ckptstore.api import (
     ByteStreamStateHandle,
     CheckpointedStateScope,
@@ -36,6 +35,7 @@ from ckptstore.errors import (
     StreamClosedError,
 )
 from ckptstore.paths import parse_storage_path
+from ckptstore.stores import operations, registry
 from tests.reference._fsroot import FsRoot
 
 EXCLUSIVE = CheckpointedStateScope.EXCLUSIVE
@@ -375,7 +375,7 @@ def test_cleanup_when_closed(fsroot: FsRoot) -> None:
 
 def test_cleanup_when_commit_failed(fsroot: FsRoot, monkeypatch: pytest.MonkeyPatch) -> None:
     """T-MOS3: a failing publish makes finalize raise OSError and leaves no target."""
-    from ckptstore import metadata as metadata_module
+    from ckptstore.filesystem import metadata as metadata_module
 
     def failing(fs: Any, path: Any, data: bytes) -> None:
         raise OSError("no space left")
@@ -417,7 +417,7 @@ def test_metadata_write_and_read(fsroot: FsRoot) -> None:
 
 def test_metadata_close_does_not_lock(fsroot: FsRoot, monkeypatch: pytest.MonkeyPatch) -> None:
     """T-CSOS5 (metadata variant): close() returns while finalize is blocked; finalize wins."""
-    from ckptstore import metadata as metadata_module
+    from ckptstore.filesystem import metadata as metadata_module
 
     location = _storage(fsroot).create_checkpoint_storage(JobID.generate())
     location = location.initialize_location_for_checkpoint(1)
@@ -457,7 +457,7 @@ def test_write_to_already_existing_checkpoint_fails(fsroot: FsRoot) -> None:
 
 def test_exclusive_publish_on_object_store_path(memroot: FsRoot) -> None:
     """MD2: without the early check, the exclusive publish still refuses an existing target."""
-    from ckptstore.metadata import FsCheckpointMetadataOutputStream
+    from ckptstore.filesystem.metadata import FsCheckpointMetadataOutputStream
 
     target = memroot.sub("chk-1", "_metadata")
     first = FsCheckpointMetadataOutputStream(target, check_existing=False)
@@ -601,9 +601,9 @@ def test_dispose_on_failure(fsroot: FsRoot) -> None:
 def test_local_publish_never_overwrites(tmp_path: Any) -> None:
     """MD2 (local): temp file + os.link refuses an existing target and leaves no temp."""
     target = parse_storage_path(str(tmp_path / "_metadata"))
-    fs = filesystems_module.get_filesystem("file")
-    filesystems_module.publish_exclusive(fs, target, b"one")
+    fs = registry.get_filesystem("file")
+    operations.publish_exclusive(fs, target, b"one")
     with pytest.raises(MetadataExistsError):
-        filesystems_module.publish_exclusive(fs, target, b"two")
+        operations.publish_exclusive(fs, target, b"two")
     assert (tmp_path / "_metadata").read_bytes() == b"one"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["_metadata"]

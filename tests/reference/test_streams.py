@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from ckptstore import FileStateHandle, RelativeFileStateHandle
-from ckptstore import streams as streams_module
 from ckptstore.api import (
     ByteStreamStateHandle,
     CheckpointedStateScope,
@@ -26,10 +25,11 @@ from ckptstore.errors import (
     StreamClosedError,
     StreamFailedError,
 )
-from ckptstore.filesystems import register_filesystem
-from ckptstore.locations import FsCheckpointStreamFactory
+from ckptstore.filesystem import streams as streams_module
+from ckptstore.filesystem.locations import FsCheckpointStreamFactory
+from ckptstore.filesystem.streams import FsCheckpointStateOutputStream
 from ckptstore.paths import parse_storage_path
-from ckptstore.streams import FsCheckpointStateOutputStream
+from ckptstore.stores.registry import register_filesystem
 from tests.reference._fsroot import FsRoot
 from tests.reference._moto import S3Root
 from tests.reference.test_s3_requests import make_storage

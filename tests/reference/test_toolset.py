@@ -14,10 +14,13 @@ from ckptstore.api import (
     JobID,
 )
 from ckptstore.errors import DuplicationNotSupportedError, InvalidHandleError
-from ckptstore.filesystems import register_filesystem
-from ckptstore.layout import is_state_file_name
+from ckptstore.filesystem.layout import is_state_file_name
+from ckptstore.filesystem.toolset import (
+    FsCheckpointStateToolset,
+    NotDuplicatingCheckpointStateToolset,
+)
 from ckptstore.paths import parse_storage_path
-from ckptstore.toolset import FsCheckpointStateToolset, NotDuplicatingCheckpointStateToolset
+from ckptstore.stores.registry import register_filesystem
 from tests.reference._fsroot import FsRoot
 
 

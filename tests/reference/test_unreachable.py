@@ -3,7 +3,7 @@
 Issue 10, case 1: with an unreachable S3 endpoint, library exceptions (botocore's
 EndpointConnectionError, ParamValidationError) escaped the contract after 10-15 s of
 retries. Now every public method that sends a request raises one of the contract's OSError
-subclasses within the retry budget (``ckptstore.filesystems.retry_budget``), naming the
+subclasses within the retry budget (``ckptstore.stores.retry.retry_budget``), naming the
 endpoint and the path and never a secret. Methods that send nothing to an object store
 (``initialize_location_*`` on S3, ``resolve_checkpoint_storage_location``) succeed, as they must
 (S1); the once-per-job setup ``initialize_base_locations_for_checkpoint`` probes conditional
@@ -27,9 +27,10 @@ import pytest
 from ckptstore import FileSystemCheckpointStorage, JobManagerCheckpointStorage
 from ckptstore.api import CheckpointedStateScope, JobID
 from ckptstore.errors import CheckpointIOError, EndpointUnreachableError
-from ckptstore.filesystems import register_filesystem, retry_budget
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.stores.registry import register_filesystem
+from ckptstore.stores.retry import retry_budget
 from tests.reference._moto import reset_filesystem_caches
 
 KEY = "AKIAUNREACHABLE"

@@ -33,7 +33,7 @@ from ckptstore.errors import (
     InvalidPathError,
     MissingArgumentError,
 )
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.validation import (
     JAVA_LONG_MAX,
     MAX_URL_LENGTH,

@@ -20,7 +20,10 @@ gets the branch's, so mutmut tests only the mutants of functions whose hash chan
 ``--keep-results`` commits the workdirs' verdicts back to the branch (a commit made with a
 temporary index: neither the checkout, its index nor its ``HEAD`` is touched). Where the branch
 is missing (a clone that fetched only main: ``git fetch origin mutation-state:mutation-state``
-brings it), the script says so in one line and mutmut starts from scratch (hours).
+brings it), the script says so in one line and mutmut starts from scratch (hours). Verdicts
+kept under a module's old name are read under its new one (``mutation_moves.toml``, beside
+this script: modules moved whole or function by function), so a function that moved unchanged
+keeps them.
 
 The report (``mutation-report/mutation.md`` and ``.json``) gives, per module, the mutants
 killed, survived, not reached by any test ("no tests", counted as survivors) and timed out;
@@ -43,16 +46,16 @@ reads mutmut's results and diffs there.
 Usage::
 
     python tools/mutation/mutation.py                  # every module, local + memory legs
-    python tools/mutation/mutation.py --modules streams.py handles.py --max-children 2
-    python tools/mutation/mutation.py --backend=moto --modules s3.py
-    python tools/mutation/mutation.py --impl=ckptstore-jobmanager --modules 'jobmanager_*.py'
+    python tools/mutation/mutation.py --modules filesystem/streams.py --max-children 2
+    python tools/mutation/mutation.py --backend=moto --modules stores/s3.py
+    python tools/mutation/mutation.py --impl=ckptstore-jobmanager --modules 'jobmanager/*.py'
     python tools/mutation/mutation.py --report-only    # rebuild the report from the last run
     python tools/mutation/mutation.py --report-only --merge   # over every leg configuration
     python tools/mutation/mutation.py --report-only --merge --keep-results  # commit verdicts
     python tools/mutation/mutation.py --rerun-survivors       # after adding tests
-    python tools/mutation/mutation.py --backend=moto --modules streams.py \
+    python tools/mutation/mutation.py --backend=moto --modules filesystem/streams.py \
         --survivors-of .mutation/local+memory          # S3-only paths of the survivors
-    python tools/mutation/mutation.py --backend=moto --modules pointers.py \
+    python tools/mutation/mutation.py --backend=moto --modules filesystem/pointers.py \
         --survivors-of .mutation/core-local+memory --diff-matches 'token|options'
     python tools/mutation/mutation.py --rerun-survivors --clauses=DIS-6,STR-12
 """
@@ -92,6 +95,8 @@ EQUIVALENTS = TOOL / "mutation_equivalents.toml"
 SURVIVOR_CLASSES = TOOL / "mutation_survivors.toml"
 #: The one-page report that ``--merge`` writes, kept in the main branch.
 REPORT = ROOT / "docs" / "mutation.md"
+#: Where modules of the reference moved or split, so that kept verdicts follow them (``Moves``).
+MOVES = TOOL / "mutation_moves.toml"
 #: The repository whose orphan branch ``STATE_BRANCH`` keeps the verdicts of each workdir
 #: (``results/<workdir>/<module>.py.meta``): mutmut's per-module ``.meta`` files (exit code per
 #: mutant, hash per function) without their timings. ``.mutation/`` is scratch that a fresh
@@ -272,7 +277,7 @@ def forget_unmutated_copies(workdir: Path, modules: list[str]) -> None:
     mutated_dir = workdir / "mutants" / "src" / "ckptstore"
     forgot = False
     for pattern in modules:
-        for copy in mutated_dir.glob(pattern):
+        for copy in mutated_dir.rglob(pattern):
             if copy.suffix != ".py" or nothing_to_mutate(copy):
                 continue
             if "__mutmut_orig" not in copy.read_text(encoding="utf-8"):
@@ -296,20 +301,26 @@ def _meta_dir(workdir: Path) -> Path:
 
 
 def slim_results(workdir: Path) -> dict[str, str]:
-    """The workdir's verdicts as kept: by ``.meta`` name, sorted, one entry per line, no
-    timings (they change at every run and decide nothing)."""
+    """The workdir's verdicts as kept: by the ``.meta`` file's path below the package
+    (``stores/s3.py.meta``: two subpackages may have modules of one name), one entry per line,
+    no timings (they change at every run and decide nothing)."""
     slim = {}
-    for meta in sorted(_meta_dir(workdir).glob("*.py.meta")):
-        data = _read_meta(meta)
-        kept = {
-            "exit_code_by_key": data.get("exit_code_by_key", {}),
-            "hash_by_function_name": data.get("hash_by_function_name", {}),
-            "type_check_error_by_key": data.get("type_check_error_by_key", {}),
-            "durations_by_key": {},
-            "estimated_durations_by_key": {},
-        }
-        slim[meta.name] = json.dumps(kept, indent=1, sort_keys=True) + "\n"
+    for meta in sorted(_meta_dir(workdir).rglob("*.py.meta")):
+        name = meta.relative_to(_meta_dir(workdir)).as_posix()
+        slim[name] = _slim_text(_read_meta(meta))
     return slim
+
+
+def _slim_text(data: Mapping[str, Any]) -> str:
+    """A ``.meta`` file's text as kept: verdicts and hashes, sorted, without timings."""
+    kept = {
+        "exit_code_by_key": data.get("exit_code_by_key", {}),
+        "hash_by_function_name": data.get("hash_by_function_name", {}),
+        "type_check_error_by_key": data.get("type_check_error_by_key", {}),
+        "durations_by_key": {},
+        "estimated_durations_by_key": {},
+    }
+    return json.dumps(kept, indent=1, sort_keys=True) + "\n"
 
 
 def keep_results(workdirs: list[Path]) -> str | None:
@@ -328,7 +339,7 @@ def keep_results(workdirs: list[Path]) -> str | None:
 def verdicts(workdir: Path) -> dict[str, int | None]:
     """mutmut's exit code per mutant in ``workdir`` (None: not run)."""
     found: dict[str, int | None] = {}
-    for meta in _meta_dir(workdir).glob("*.py.meta"):
+    for meta in _meta_dir(workdir).rglob("*.py.meta"):
         found.update(_read_meta(meta).get("exit_code_by_key", {}))
     return found
 
@@ -337,7 +348,7 @@ def keep_verdicts_of_unreached(workdir: Path, before: Mapping[str, int | None]) 
     """After a rerun with ``--clauses``: a mutant that none of those clauses' tests reaches
     comes back as 'no tests'; give it back the verdict the whole suite gave it before
     ('survived' stays 'survived' rather than turning into 'no tests')."""
-    for meta in _meta_dir(workdir).glob("*.py.meta"):
+    for meta in _meta_dir(workdir).rglob("*.py.meta"):
         data = _read_meta(meta)
         codes = data.get("exit_code_by_key", {})
         restored = {
@@ -380,7 +391,7 @@ def plainly_copied(workdir: Path) -> list[str]:
     fewer ``--modules`` replaced by a plain copy: ``mutmut results`` and the diffs then miss
     them (a JobManager run on ``jobmanager_*.py`` hid its verdicts of ``memory_streams``)."""
     hidden = []
-    for meta in sorted(_meta_dir(workdir).glob("*.py.meta")):
+    for meta in sorted(_meta_dir(workdir).rglob("*.py.meta")):
         module = meta.with_suffix("")
         if nothing_to_mutate(module):
             continue
@@ -484,12 +495,14 @@ def kept_legs() -> list[str]:
     return sorted(name.decode() for info, name in entries if info.split()[1] == b"tree")
 
 
-def kept_results(workdir_name: str) -> dict[str, bytes]:
-    """The files the branch keeps for a workdir (``results/<workdir>/``), by name."""
+def kept_results(workdir_name: str, moves: Moves | None = None) -> dict[str, bytes]:
+    """The files the branch keeps for a workdir (``results/<workdir>/``), by path below that
+    folder, with the verdicts of modules that moved since under their current modules'
+    files (``moves``, by default ``mutation_moves.toml``: see :func:`moved_results`)."""
     commit = state_commit()
     if commit is None:
         return {}
-    folder = f"{STATE_RESULTS}/{workdir_name}"
+    folder = f"{STATE_RESULTS}/{workdir_name}/"
     archive = _git("archive", "--format=tar", commit, folder)
     if archive.returncode != 0:  # no such folder on the branch
         return {}
@@ -497,9 +510,130 @@ def kept_results(workdir_name: str) -> dict[str, bytes]:
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         for member in tar.getmembers():
             extracted = tar.extractfile(member) if member.isfile() else None
-            if extracted is not None and member.name.count("/") == folder.count("/") + 1:
-                found[member.name.rpartition("/")[2]] = extracted.read()
+            if extracted is not None and member.name.startswith(folder):
+                found[member.name.removeprefix(folder)] = extracted.read()
+    return moved_results(found, Moves.load() if moves is None else moves)
+
+
+@dataclass(frozen=True)
+class Moves:
+    """``mutation_moves.toml``: where the modules of the reference that moved are now, whole
+    or function by function (a module split into several).
+
+    mutmut keys a verdict by module and function, and keeps it while the function's hash
+    (of its code alone) stays the same. A function that moved unchanged keeps its hash: with
+    its kept verdicts renamed to its new module they count again. One that changed on the way
+    gets a new hash, and its verdicts are stale as any changed function's."""
+
+    #: old module -> new module (a module moved whole)
+    modules: Mapping[str, str]
+    #: old module -> {function (mutmut's name below the module) -> new module}
+    functions: Mapping[str, Mapping[str, str]]
+
+    @classmethod
+    def load(cls, path: Path = MOVES) -> Moves:
+        if not path.exists():
+            return cls({}, {})
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return cls(dict(data.get("modules", {})), dict(data.get("functions", {})))
+
+    def module_of(self, module: str, function: str) -> str:
+        """The module that defines ``function`` of ``module`` now, through every later move
+        (``module`` itself where it did not move)."""
+        seen = [module]
+        while True:
+            moved = self.functions.get(module, {}).get(function) or self.modules.get(module)
+            if moved is None:
+                return module
+            if moved in seen:
+                raise SystemExit(f"{MOVES.name}: {function} moves in a circle: {seen}")
+            seen.append(moved)
+            module = moved
+
+
+def _meta_path(module: str, reference: Path = REFERENCE) -> str:
+    """The path of a module's ``.meta`` file below the package (``_module_of`` reversed):
+    ``ckptstore.stores.s3`` -> ``stores/s3.py.meta``, a package's -> ``<it>/__init__.py.meta``."""
+    parts = module.split(".")[1:]
+    if not parts or (reference / Path(*parts)).is_dir():
+        parts.append("__init__")
+    return "/".join(parts) + ".py.meta"
+
+
+def _function_of_key(module: str, key: str) -> str:
+    """mutmut's name of a mutant's function below its module
+    (``ckptstore.paths.x_parse__mutmut_2`` -> ``x_parse``)."""
+    return key.removeprefix(f"{module}.").rpartition("__mutmut_")[0]
+
+
+def moved_results(files: Mapping[str, bytes], moves: Moves) -> dict[str, bytes]:
+    """Kept ``.meta`` files (path below the package -> bytes) with each function's hash and
+    verdicts moved to the file of the module that defines it now, its mutants renamed
+    (``ckptstore.filesystems.x_delete_file__mutmut_3`` ->
+    ``ckptstore.stores.operations.x_delete_file__mutmut_3``).
+
+    Files that nothing moves out of or into stay as they are; a file left without functions
+    goes. Verdicts kept under a module's current name win: a function's verdicts moved from
+    an old name fill in only a function that the current module's file lacks (verdicts kept
+    before the move, never rewritten since)."""
+    tables = {name: json.loads(raw) for name, raw in files.items() if name.endswith(".py.meta")}
+    found = dict(files)
+    touched: set[str] = set()
+    for name in sorted(tables):
+        module = _module_of(name.removesuffix(".py.meta"))
+        for function in sorted(_functions_of(module, tables[name])):
+            moved = moves.module_of(module, function)
+            if moved == module:
+                continue
+            target = _meta_path(moved)
+            verdicts = _take_function(tables[name], module, function)
+            into = tables.setdefault(target, {})
+            if function not in into.get("hash_by_function_name", {}):
+                _put_function(into, moved, function, verdicts)
+            touched |= {name, target}
+    for name in sorted(touched):
+        if _functions_of(_module_of(name.removesuffix(".py.meta")), tables[name]):
+            found[name] = _slim_text(tables[name]).encode()
+        else:
+            found.pop(name, None)
     return found
+
+
+#: The fields of a kept ``.meta`` file that are keyed by mutant.
+_BY_MUTANT = ("exit_code_by_key", "type_check_error_by_key")
+
+
+def _functions_of(module: str, data: Mapping[str, Any]) -> set[str]:
+    """The functions a ``.meta`` file of ``module`` holds a hash or a verdict of."""
+    functions = set(data.get("hash_by_function_name", {}))
+    for field_name in _BY_MUTANT:
+        functions |= {_function_of_key(module, key) for key in data.get(field_name, {})}
+    return functions
+
+
+def _take_function(data: dict[str, Any], module: str, function: str) -> dict[str, Any]:
+    """Remove ``function``'s hash and verdicts from a ``.meta`` file of ``module``; returns
+    them with the mutants named below the module (``x_parse__mutmut_2``)."""
+    taken: dict[str, Any] = {}
+    hashes = data.get("hash_by_function_name", {})
+    if function in hashes:
+        taken["hash"] = hashes.pop(function)
+    for field_name in _BY_MUTANT:
+        by_key = data.get(field_name, {})
+        mine = [key for key in by_key if _function_of_key(module, key) == function]
+        taken[field_name] = {key.removeprefix(f"{module}."): by_key.pop(key) for key in mine}
+    return taken
+
+
+def _put_function(
+    data: dict[str, Any], module: str, function: str, taken: Mapping[str, Any]
+) -> None:
+    """Add what :func:`_take_function` took to a ``.meta`` file of ``module``."""
+    if "hash" in taken:
+        data.setdefault("hash_by_function_name", {})[function] = taken["hash"]
+    for field_name in _BY_MUTANT:
+        by_key = data.setdefault(field_name, {})
+        by_key.update({f"{module}.{key}": value for key, value in taken[field_name].items()})
 
 
 def commit_state(files: Mapping[str, str], message: str) -> str | None:
@@ -591,18 +725,20 @@ def in_workdir(
 #: mutmut's name of the file-system storage's constructor, which every test reaches when the
 #: suite runs the ckptstore target (with --impl=ckptstore-jobmanager none does, and widening
 #: by it adds no test).
-STORAGE_INIT = "ckptstore.filesystem_storage.xǁFileSystemCheckpointStorageǁ__init__"
+STORAGE_INIT = "ckptstore.filesystem.storage.xǁFileSystemCheckpointStorageǁ__init__"
 
 #: Functions that the reference calls only the first time a process (or a file-system
 #: instance) needs them, and caches: mutmut maps each to the one test that happened to call it
 #: first in its statistics run, so a mutant of it would run that test alone. Their mutants run
 #: the tests of the function that calls them on every use as well.
 RUN_WITH_TESTS_OF = {
-    "ckptstore.s3.x__probe": "ckptstore.s3.x_probe_conditional_writes",
-    "ckptstore.s3.x_instantiate": "ckptstore.filesystems.x_get_filesystem",
-    "ckptstore.s3.x_policy_of": "ckptstore.filesystems.x_get_filesystem",
-    "ckptstore.filesystems.x__instantiate": "ckptstore.filesystems.x_get_filesystem",
-    "ckptstore.filesystems.x__instantiate_or_fail": "ckptstore.filesystems.x_get_filesystem",
+    "ckptstore.stores.s3.x__probe": "ckptstore.stores.s3.x_probe_conditional_writes",
+    "ckptstore.stores.s3.x_instantiate": "ckptstore.stores.registry.x_get_filesystem",
+    "ckptstore.stores.retry.x_policy_of": "ckptstore.stores.registry.x_get_filesystem",
+    "ckptstore.stores.registry.x__instantiate": "ckptstore.stores.registry.x_get_filesystem",
+    "ckptstore.stores.registry.x__instantiate_or_fail": (
+        "ckptstore.stores.registry.x_get_filesystem"
+    ),
     # run when ckptstore is imported: only a fresh process (SER-4, SPK) imports it with the
     # mutant active, so they run with the tests of every storage
     "ckptstore.redaction.x_get_logger": STORAGE_INIT,
@@ -679,8 +815,12 @@ def read_results(workdir: Path) -> list[Mutant]:
 
 
 def _module_of(stem: str) -> str:
-    """The module of the reference that the file ``<stem>.py`` (or its ``.meta``) holds."""
-    return "ckptstore" if stem == "__init__" else f"ckptstore.{stem}"
+    """The module of the reference that the file ``<stem>.py`` (or its ``.meta``) holds;
+    ``stem`` is its path below the package without the suffix (``stores/s3``)."""
+    parts = ["ckptstore", *Path(stem).parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
 
 
 def current_hashes(reference: Path = REFERENCE) -> dict[str, str]:
@@ -691,8 +831,8 @@ def current_hashes(reference: Path = REFERENCE) -> dict[str, str]:
     function that has not changed since that workdir's last run.
     """
     hashes = {}
-    for path in sorted(reference.glob("*.py")):
-        module = _module_of(path.stem)
+    for path in sorted(reference.rglob("*.py")):
+        module = _module_of(path.relative_to(reference).with_suffix("").as_posix())
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             methods = [(f"{module}.x_", node)]
             if isinstance(node, ast.ClassDef):
@@ -707,8 +847,9 @@ def current_hashes(reference: Path = REFERENCE) -> dict[str, str]:
 def kept_hashes(workdir: Path) -> dict[str, str]:
     """The hash of each mutated function as ``workdir`` last saw it (mutmut's ``.meta``)."""
     hashes = {}
-    for meta in _meta_dir(workdir).glob("*.py.meta"):
-        module = _module_of(meta.name.removesuffix(".py.meta"))
+    for meta in _meta_dir(workdir).rglob("*.py.meta"):
+        stem = meta.relative_to(_meta_dir(workdir)).as_posix().removesuffix(".py.meta")
+        module = _module_of(stem)
         for function, digest in _read_meta(meta).get("hash_by_function_name", {}).items():
             hashes[f"{module}.{function}"] = digest
     return hashes
@@ -1005,7 +1146,7 @@ def main(argv: list[str] | None = None) -> int:
         "--diff-matches",
         metavar="REGEX",
         help="with --rerun-survivors or --survivors-of: only the survivors whose name or diff "
-        "matches, e.g. 'ckptstore\\.entropy|token|options' for the S3-only paths worth a slow "
+        "matches, e.g. 'entropy|token|options' for the S3-only paths worth a slow "
         "moto run",
     )
     parser.add_argument(
@@ -1053,7 +1194,9 @@ def main(argv: list[str] | None = None) -> int:
         for source in sources:
             if source != workdir:
                 complete(source)
-        modules = {f"ckptstore.{Path(m).stem}" for m in args.modules if "*" not in m}
+        modules = {
+            _module_of(Path(m).with_suffix("").as_posix()) for m in args.modules if "*" not in m
+        }
         chosen = [
             m
             for m in merge([read_results(source) for source in sources])

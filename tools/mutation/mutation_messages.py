@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -338,7 +339,9 @@ def message_reason(
     mutant_name: str, mutated_module: Path, parameters: Iterable[MessageParameter]
 ) -> str:
     """Why a mutant changes only messages ('' when it changes anything else)."""
-    local = mutant_name.split(".", 2)[-1]  # ckptstore.<module>.<function>__mutmut_<n>
+    # ckptstore.<module, dotted>.<function>__mutmut_<n>; a function's name begins with x_ or xǁ
+    found = re.search(r"\.(xǁ.*|x_.*)$", mutant_name)
+    local = found.group(1) if found else mutant_name.split(".", 2)[-1]
     function, _, number = local.rpartition("__mutmut_")
     functions = _functions(mutated_module)
     original = functions.get(f"{function}__mutmut_orig")

@@ -9,8 +9,8 @@ file system (``<savepoint base>/savepoint-<job[0:6]>-<12 hex>/_metadata``, L5) w
 inline in the metadata.
 
 The storage object is picklable configuration; ``create_checkpoint_storage(job_id)`` returns a
-``MemoryBackendCheckpointStorageAccess`` (``ckptstore.jobmanager_access``) that does the work,
-with the locations of ``ckptstore.jobmanager_locations``. Both modules' classes are exported
+``MemoryBackendCheckpointStorageAccess`` (``ckptstore.jobmanager.access``) that does the work,
+with the locations of ``ckptstore.jobmanager.locations``. Both modules' classes are exported
 here too, where they were defined before, so imports and pickles that name them here work.
 """
 
@@ -20,21 +20,25 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ckptstore.api import JobID
-from ckptstore.base_access import allowed_schemes_argument, optional_path_argument
 from ckptstore.errors import InvalidArgumentError, MissingArgumentError
-from ckptstore.filesystems import register_path
-from ckptstore.jobmanager_access import MemoryBackendCheckpointStorageAccess, require_max_state_size
-from ckptstore.jobmanager_locations import (
+from ckptstore.filesystem.base_access import allowed_schemes_argument, optional_path_argument
+from ckptstore.filesystem.leftovers import LeftoverMethods
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.pointers import (
+    normalise_schemes,
+    resolve_checkpoint_pointer,
+    storage_schemes,
+)
+from ckptstore.jobmanager.access import MemoryBackendCheckpointStorageAccess, require_max_state_size
+from ckptstore.jobmanager.locations import (
     MemoryCheckpointStorageLocation,
     NonPersistentCompletedCheckpointStorageLocation,
     NonPersistentMetadataCheckpointStorageLocation,
     PersistentMetadataCheckpointStorageLocation,
 )
-from ckptstore.leftovers import LeftoverMethods
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.options import CHECKPOINTS_DIRECTORY, SAVEPOINT_DIRECTORY, get_string
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer, storage_schemes
+from ckptstore.stores.registry import register_path
 from ckptstore.validation import (
     describe,
     require_job_id,
@@ -62,10 +66,10 @@ class JobManagerCheckpointStorage(LeftoverMethods):
     inline) so that checkpoints survive a JobManager failover; ``max_state_size`` (default
     5 MiB) limits each piece of state; ``savepoint_path`` is the default savepoint base.
     ``storage_options`` are fsspec connection settings for those paths (including the S3
-    retry budget: ``ckptstore.filesystems.retry_budget``); ``allowed_schemes`` lists extra URL
+    retry budget: ``ckptstore.stores.retry.retry_budget``); ``allowed_schemes`` lists extra URL
     schemes that ``resolve_checkpoint`` may open. Arguments are checked by
     ``ckptstore.validation``; ``find_leftovers``/``clean_leftovers`` handle crash leftovers
-    (``ckptstore.leftovers``).
+    (``ckptstore.filesystem.leftovers``).
     """
 
     DEFAULT_MAX_STATE_SIZE = DEFAULT_MAX_STATE_SIZE
@@ -165,7 +169,7 @@ class JobManagerCheckpointStorage(LeftoverMethods):
             allowed_schemes=self._allowed_schemes,
         )
 
-    # -- crash leftovers (``ckptstore.leftovers``: ``LeftoverMethods``)
+    # -- crash leftovers (``ckptstore.filesystem.leftovers``: ``LeftoverMethods``)
 
     def _leftover_directories(
         self, job_id: JobID

@@ -2,12 +2,12 @@
 
 State is kept in memory on the worker side whatever the location reference: every stream is a
 ``MemoryCheckpointOutputStream`` of at most ``max_state_size`` bytes per handle
-(``ckptstore.memory_streams``). On the coordinator side a checkpoint location writes its
+(``ckptstore.jobmanager.memory_streams``). On the coordinator side a checkpoint location writes its
 ``_metadata`` to ``<checkpoint path>/<job id>/chk-<n>/`` when a checkpoint path is set and
-nowhere otherwise (``ckptstore.jobmanager_locations``).
+nowhere otherwise (``ckptstore.jobmanager.locations``).
 
-What does not depend on where state goes lives in ``ckptstore.base_access``, shared with the
-file-system storage's access: argument checks, allowed schemes, pointer resolution and the
+What does not depend on where state goes lives in ``ckptstore.filesystem.base_access``, shared with
+the file-system storage's access: argument checks, allowed schemes, pointer resolution and the
 savepoint directories. Construction does no I/O.
 """
 
@@ -17,24 +17,27 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ckptstore.api import CHECKPOINT_DIR_PREFIX, CheckpointStorageLocationReference, JobID
-from ckptstore.base_access import AbstractCheckpointStorageAccess, optional_path_argument
 from ckptstore.calls import public_call
 from ckptstore.errors import ConfigurationError
-from ckptstore.filesystems import (
-    conditional_write_mode,
-    filesystem_for,
-    make_directories,
-    path_is_s3,
-    probe_conditional_writes,
-)
-from ckptstore.jobmanager_locations import (
+from ckptstore.filesystem.base_access import AbstractCheckpointStorageAccess, optional_path_argument
+from ckptstore.filesystem.toolset import NotDuplicatingCheckpointStateToolset
+from ckptstore.jobmanager.locations import (
     MemoryCheckpointStorageLocation,
     NonPersistentMetadataCheckpointStorageLocation,
     PersistentMetadataCheckpointStorageLocation,
 )
-from ckptstore.memory_streams import MemCheckpointStreamFactory, MemoryCheckpointOutputStream
+from ckptstore.jobmanager.memory_streams import (
+    MemCheckpointStreamFactory,
+    MemoryCheckpointOutputStream,
+)
 from ckptstore.paths import StoragePath
-from ckptstore.toolset import NotDuplicatingCheckpointStateToolset
+from ckptstore.stores.operations import (
+    conditional_write_mode,
+    make_directories,
+    path_is_s3,
+    probe_conditional_writes,
+)
+from ckptstore.stores.registry import filesystem_for
 from ckptstore.validation import JAVA_INT_MAX, require_int
 
 __all__ = ["MemoryBackendCheckpointStorageAccess", "require_max_state_size"]
@@ -102,7 +105,7 @@ class MemoryBackendCheckpointStorageAccess(
         """No shared or task-owned directory to prepare (MEM2).
 
         With a checkpoint path on S3: finds out once per process per endpoint and bucket
-        whether the server honours conditional writes (``ckptstore.s3``;
+        whether the server honours conditional writes (``ckptstore.stores.s3``;
         :attr:`conditional_writes`).
         """
         directory = self._checkpoints_dir

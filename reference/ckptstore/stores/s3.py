@@ -1,48 +1,11 @@
 """What the reference does on S3 beyond plain fsspec: retry budget, conditional writes, deletes.
 
-Retry budget
-------------
-Two storage-agnostic keys in ``storage_options`` bound every request the storage sends to S3
-(the conformance target's options ``retry_attempts`` and ``retry_seconds`` become them; local
-and memory I/O is not retried and ignores them, as do other file systems):
-
-=================  ==============  ==========================================================
-key                accepted        meaning
-=================  ==============  ==========================================================
-``retry_attempts`` int in [1, 20]  requests per operation: the first attempt and its
-                                   retries, all botocore's (its standard mode's decisions and
-                                   backoff); s3fs's own retry loop makes a single pass, so it
-                                   never multiplies them
-``retry_seconds``  (0, 3600]       seconds per public call: read timeout at most
-                                   ``retry_seconds``, no retry whose backoff would end beyond
-                                   it, and a deadline that cancels a request when the call
-                                   has spent them (it fails with a ``TimeoutError``); no
-                                   request is sent after that
-=================  ==============  ==========================================================
-
-An *operation* is one S3 API call (a PutObject, one UploadPart, a HeadObject...): closing a
-file-backed state stream is one operation below the multipart threshold, and more where it
-fails (a HeadObject asks whether the upload committed, a delete removes what it left).
-``retry_seconds`` bounds a public call of the storage as a whole (``close_and_get_handle``,
-``dispose_storage_location``, a ``read``...: ``ckptstore.calls``), every request it sends
-and every transfer included: set it above the time the longest call takes (the last parts of
-a large upload, the deletes of a large disposal). A call whose budget is spent fails without
-the cleanup requests it could not send; what they would have removed is a crash leftover
-(``ckptstore.leftovers``).
-Retried, with botocore's exponential backoff with jitter (at most ``2**n`` s before retry
-``n + 1``): throttling (S3's 503 SlowDown and the other throttling codes), 5xx answers,
-timeouts and dropped connections. Not retried: 4xx answers (access denied, a failed
-precondition...). A dropped keep-alive connection may be re-sent once by aiohttp itself,
-below botocore.
-
-Without these keys the bounded defaults of ``ckptstore.filesystems`` apply (``S3_DEFAULTS``:
-2 s connect and 20 s read timeout, s3fs's loop one pass) with :data:`DEFAULT_POLICY`: 3
-requests for any failure, so a persistent server fault fails within a few seconds; but
-throttling answers up to 10 requests within 10 s of the public call's start, because S3
-throttles a key prefix for a second or two and a checkpoint's tasks write into the same
-prefix at once (S3A retries throttling separately for the same reason). Retries configured
-for botocore itself (``config_kwargs['retries']``, ``AWS_MAX_ATTEMPTS``) keep botocore's
-own handler. :func:`ckptstore.filesystems.retry_budget` computes the worst cases.
+Adapter
+-------
+:class:`S3Store` is the adapter of ``s3``/``s3a`` (``ckptstore.stores.protocol``): its clients
+are s3fs's with the retry budget (``ckptstore.stores.retry``; :func:`instantiate`), its
+exclusive creates :class:`ExclusiveUpload`, its publish :func:`publish_metadata`, its deletes
+:func:`delete_below`, its reads :func:`open_sized`, its copies one CopyObject.
 
 Lost answers
 ------------
@@ -51,7 +14,7 @@ exclusive create then finds its own object. :func:`publish_metadata` (``_metadat
 name that another coordinator could also write) compares the stored bytes with its own (one
 GetObject, only on that failure path) and succeeds when they are equal; a state stream (a
 random UUID name only its writer uses) takes an object of the expected size as its own (one
-HeadObject, :func:`ckptstore.filesystems.existing_size` from the stream's
+HeadObject, :func:`ckptstore.stores.operations.existing_size` from the stream's
 ``_committed_despite``).
 
 Conditional writes
@@ -82,7 +45,7 @@ of a process that ran no setup. The answer is cached (:func:`conditional_write_m
   ``_metadata``, so at most one writes and a loser (``MetadataExistsError``) never touches
   ``_metadata``. That holds where the server's listings show every object written before
   them (AWS S3, s3rver); racing finalizations may all give way. A claim left by a crash is a
-  leftover (``ckptstore.leftovers``).
+  leftover (``ckptstore.filesystem.leftovers``).
 
 Reads
 -----
@@ -93,7 +56,7 @@ answer names, so an object truncated, extended or replaced behind the storage's 
 
 Uploads
 -------
-:class:`ExclusiveUpload` writes a state file (``ckptstore.filesystems.open_exclusive_write``):
+:class:`ExclusiveUpload` writes a state file (``ckptstore.stores.operations.open_exclusive_write``):
 nothing reaches the store before the stream is committed. It holds at most ``buffer_limit``
 bytes of the upload, the part being filled and the part in flight together. A state up to
 ``buffer_limit`` is one PutObject with ``If-None-Match: *`` at close; a larger one a
@@ -112,9 +75,9 @@ warning. A key that begins or ends with whitespace is deleted with a DeleteObjec
 (an XML body may lose that whitespace: s3rver deletes another key then), and a DeleteObjects
 answered with an error is checked with the same listing again: keys that are gone count as
 deleted (s3rver answers 500 when its parallel deletes race on an emptied directory). Callers
-confine it to the layout (``ckptstore.layout``); it refuses a bucket's root.
+confine it to the layout (``ckptstore.filesystem.layout``); it refuses a bucket's root.
 
-This module is imported by ``ckptstore.filesystems``; s3fs and botocore are imported lazily.
+s3fs and botocore are imported lazily: a storage on local disks or in memory never pays for them.
 """
 
 from __future__ import annotations
@@ -128,13 +91,10 @@ import io
 import os
 import re
 import threading
-import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, cast
 
-from ckptstore.calls import call_started
 from ckptstore.errors import (
     ConditionalWritesUnsupportedError,
     DisposalRefusedError,
@@ -143,6 +103,8 @@ from ckptstore.errors import (
 from ckptstore.io_errors import causal_chain, endpoint_label, is_unreachable, size_mismatch
 from ckptstore.paths import StoragePath
 from ckptstore.redaction import get_logger, redact_text
+from ckptstore.stores import retry
+from ckptstore.stores.protocol import ALLOW_UNCONDITIONAL_METADATA, FsspecStore
 
 __all__ = [
     "ALLOW_UNCONDITIONAL_METADATA",
@@ -150,45 +112,32 @@ __all__ = [
     "CONDITIONAL_WRITES_CLAIMED",
     "CONDITIONAL_WRITES_HONOURED",
     "CONDITIONAL_WRITES_IGNORED",
-    "CONDITIONAL_WRITES_NATIVE",
     "CONDITIONAL_WRITES_REFUSED",
     "CONDITIONAL_WRITES_UNKNOWN",
-    "DEFAULT_POLICY",
-    "DEFAULT_RETRY_ATTEMPTS",
     "MIN_PART_SIZE",
     "PROBE_PREFIX",
-    "RETRY_ATTEMPTS",
-    "RETRY_SECONDS",
+    "MAX_COPY_OBJECT_SIZE",
+    "OBJECT_STORE_PART_SIZE",
+    "OBJECT_STORE_UPLOAD_BUFFER",
     "ExclusiveUpload",
-    "RetryPolicy",
+    "S3Store",
     "abort_upload",
     "allows_unconditional_metadata",
-    "apply_retry_budget",
-    "call_budget_left",
     "claim_name",
     "conditional_write_mode",
     "delete_below",
     "error_code",
     "head_object",
-    "install_budget",
     "instantiate",
     "list_open_uploads",
     "open_sized",
-    "policy_of",
     "probe_conditional_writes",
     "publish_metadata",
     "reset_conditional_write_modes",
-    "with_environment_retries",
 ]
 
 _LOG = get_logger(__name__)
 
-#: ``storage_options`` key: requests per operation (see the module docstring).
-RETRY_ATTEMPTS = "retry_attempts"
-#: ``storage_options`` key: seconds per public call (see the module docstring).
-RETRY_SECONDS = "retry_seconds"
-#: Requests per operation without ``retry_attempts`` (botocore's standard mode default).
-DEFAULT_RETRY_ATTEMPTS = 3
 
 CONDITIONAL_WRITES_HONOURED = "honoured"
 #: The probe's answer where the server ignores conditional writes (kept per endpoint and bucket).
@@ -199,20 +148,13 @@ CONDITIONAL_WRITES_CLAIMED = "ignored: claim-then-write"
 CONDITIONAL_WRITES_REFUSED = "ignored: finalization refused"
 #: Not probed yet in this process (the coordinator's setup or the first publish will).
 CONDITIONAL_WRITES_UNKNOWN = "unknown: not probed yet"
-#: File systems whose exclusive create is native (local ``os.link``, memory under a lock).
-CONDITIONAL_WRITES_NATIVE = "honoured"
-#: The probe object's name: this prefix and 32 hex characters (``ckptstore.layout``).
+#: The probe object's name: this prefix and 32 hex characters (``ckptstore.filesystem.layout``).
 PROBE_PREFIX = ".ckptstore-probe."
-#: ``storage_options`` key: publish ``_metadata`` where the server ignores conditional
-#: writes (claim-then-write) instead of refusing (a bool, default False).
-ALLOW_UNCONDITIONAL_METADATA = "allow_unconditional_metadata"
-#: A claim is named ``_metadata.<32 hex>.inprogress`` (``ckptstore.layout``).
+#: A claim is named ``_metadata.<32 hex>.inprogress`` (``ckptstore.filesystem.layout``).
 CLAIM_SUFFIX = ".inprogress"
 _CLAIM_TAIL = re.compile(r"\.[0-9a-f]{32}" + re.escape(CLAIM_SUFFIX))
 
 _PAGE = 1000
-_STARTED = "ckptstore_started"
-_BUDGET_ID = "ckptstore-retry-budget"
 
 
 # --------------------------------------------------------------------------- errors
@@ -241,183 +183,23 @@ def _not_implemented(exc: BaseException) -> bool:
     return error_code(exc) in ("NotImplemented", "501")
 
 
-# --------------------------------------------------------------------------- retry budget
-
-
-def apply_retry_budget(options: dict[str, Any]) -> None:
-    """What ``retry_attempts``/``retry_seconds`` change in S3 ``options`` besides the retry
-    policy (:func:`policy_of`), in place; ``ckptstore.filesystems`` has completed ``options``
-    with its defaults.
-
-    s3fs's retry loop makes one pass, and with ``retry_seconds`` botocore's read timeout is at
-    most that: the deadline of :class:`ckptstore.budgeted_s3.BudgetedS3FileSystem` ends the
-    call, but s3fs reads a GetObject's body after the call returned. A key set to ``None``
-    goes; the others stay in ``options`` (:func:`instantiate` reads them). The environment's
-    retry settings for botocore join ``config_kwargs`` (:func:`with_environment_retries`).
-    """
-    options["config_kwargs"] = with_environment_retries(options["config_kwargs"])
-    for name in (RETRY_ATTEMPTS, RETRY_SECONDS):
-        if options.get(name) is None:
-            options.pop(name, None)
-    if RETRY_ATTEMPTS not in options and RETRY_SECONDS not in options:
-        return
-    options["retries"] = 1
-    seconds = options.get(RETRY_SECONDS)
-    if seconds is not None:
-        config = dict(options["config_kwargs"])
-        config["read_timeout"] = min(float(config["read_timeout"]), float(seconds))
-        options["config_kwargs"] = config
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """What :class:`_BudgetRetryHandler` allows one operation (one S3 API call)."""
-
-    #: requests for any retryable failure (the first attempt included)
-    attempts: int
-    #: the deadline of a public call, all of its requests (``None``: none)
-    seconds: float | None = None
-    #: requests while the server throttles (``None``: ``attempts``)
-    throttle_attempts: int | None = None
-    #: how long throttling answers are retried (``None``: ``seconds``)
-    throttle_seconds: float | None = None
-
-
-#: The default budget: 3 requests for any failure, but throttling answers (S3's 503 SlowDown:
-#: a prefix over its request rate, which recovers within a second or two) up to 10 requests
-#: within 10 s of the public call's start, so a throttled checkpoint completes (S3A has its own
-#: throttle retry limit for the same reason).
-DEFAULT_POLICY = RetryPolicy(
-    attempts=DEFAULT_RETRY_ATTEMPTS, throttle_attempts=10, throttle_seconds=10.0
-)
-
-
-class _BudgetRetryHandler:
-    """botocore's standard retry decision and backoff, within a :class:`RetryPolicy`.
-
-    Replaces the client's own ``needs-retry`` handler; ``before-call`` stamps when the
-    operation started.
-    """
-
-    def __init__(self, policy: RetryPolicy) -> None:
-        from aiobotocore.retries.standard import (  # type: ignore[import-untyped]
-            AioStandardRetryConditions,
-        )
-        from botocore.retries.standard import (
-            ExponentialBackoff,
-            RetryEventAdapter,
-            ThrottledRetryableChecker,
-        )
-
-        self._adapter = RetryEventAdapter()
-        self._conditions = AioStandardRetryConditions(max_attempts=policy.attempts)
-        self._throttled = ThrottledRetryableChecker()
-        self._backoff = ExponentialBackoff()
-        self._policy = policy
-
-    def stamp(self, context: Any = None, **_: Any) -> None:
-        """Remember when the public call of the request started (``ckptstore.calls``); the
-        request's own start outside one."""
-        if isinstance(context, dict):
-            context.setdefault(_STARTED, call_started() or time.monotonic())
-
-    async def needs_retry(self, **kwargs: Any) -> float | None:
-        policy = self._policy
-        context = self._adapter.create_retry_context(**kwargs)
-        limit = policy.seconds
-        if not await self._conditions.is_retryable(context):
-            extra = policy.throttle_attempts
-            if (
-                extra is None
-                or context.attempt_number >= extra
-                or (not self._throttled.is_retryable(context))
-            ):
-                return None
-            limit = policy.throttle_seconds if policy.throttle_seconds is not None else limit
-        delay = float(self._backoff.delay_amount(context))
-        if limit is not None:
-            request_context = getattr(context, "request_context", None) or {}
-            started = request_context.get(_STARTED)
-            if started is not None and time.monotonic() - started + delay >= limit:
-                return None  # no time left for another attempt: the last error stands
-        return delay
-
-
-def call_budget_left(seconds: float) -> float:
-    """What is left of ``seconds`` for the running public call (``ckptstore.calls``): all of
-    them outside one."""
-    started = call_started()
-    return seconds if started is None else seconds - (time.monotonic() - started)
-
-
-def install_budget(client: Any, policy: RetryPolicy | None) -> None:
-    """Put :class:`_BudgetRetryHandler` in place of ``client``'s retry handler (once)."""
-    if policy is None or getattr(client, "_ckptstore_budget", False):
-        return
-    events = client.meta.events
-    service = client.meta.service_model.service_id.hyphenize()
-    handler = _BudgetRetryHandler(policy)
-    events.unregister(f"needs-retry.{service}", unique_id=f"retry-config-{service}")
-    events.register(f"needs-retry.{service}", handler.needs_retry, unique_id=_BUDGET_ID)
-    events.register(f"before-call.{service}", handler.stamp, unique_id=f"{_BUDGET_ID}-start")
-    client._ckptstore_budget = True
-
-
-def policy_of(options: Mapping[str, Any]) -> RetryPolicy | None:
-    """The retry policy of S3 ``options``.
-
-    ``retry_attempts``/``retry_seconds``: exactly those (throttling answers included).
-    Retries the user configured for botocore (``config_kwargs['retries']``, with
-    ``AWS_MAX_ATTEMPTS``/``AWS_RETRY_MODE`` of the environment folded in by
-    :func:`with_environment_retries`): ``None``, botocore's own handler. Otherwise
-    :data:`DEFAULT_POLICY`.
-    """
-    attempts = options.get(RETRY_ATTEMPTS)
-    seconds = options.get(RETRY_SECONDS)
-    if attempts is not None or seconds is not None:
-        return RetryPolicy(
-            attempts=int(attempts) if attempts is not None else DEFAULT_RETRY_ATTEMPTS,
-            seconds=None if seconds is None else float(seconds),
-        )
-    if (options.get("config_kwargs") or {}).get("retries") is not None:
-        return None
-    return DEFAULT_POLICY
-
-
-def with_environment_retries(config: Mapping[str, Any]) -> dict[str, Any]:
-    """botocore's Config keywords ``config`` with the retry settings of the environment that
-    it does not set itself (``AWS_MAX_ATTEMPTS`` as ``total_max_attempts``,
-    ``AWS_RETRY_MODE`` as ``mode``), which is how botocore resolves them when it makes a
-    client. The options then hold everything the client's retries depend on: the file-system
-    cache keys on them, so a storage made after the environment changed gets a client that
-    follows it, and :func:`policy_of` reads them without looking at the environment."""
-    given = config.get("retries")
-    retries = dict(given or {})
-    attempts = os.environ.get("AWS_MAX_ATTEMPTS", "").strip()
-    if attempts.isdigit() and "max_attempts" not in retries:
-        retries.setdefault("total_max_attempts", int(attempts))
-    mode = os.environ.get("AWS_RETRY_MODE", "").strip()
-    if mode:
-        retries.setdefault("mode", mode)
-    if given is None and not retries:
-        return dict(config)
-    return {**config, "retries": retries}
+# --------------------------------------------------------------------------- clients
 
 
 def instantiate(options: Mapping[str, Any]) -> Any:
-    """An S3 file system for ``options`` with its retry policy (:func:`policy_of`).
+    """An S3 file system for ``options`` with its retry policy (``retry.policy_of``).
 
     ``retries`` (s3fs's retry loop) is an attribute of the instance, so the instance is
     private (``skip_instance_cache``).
     """
     kwargs = dict(options)
-    policy = policy_of(kwargs)
+    policy = retry.policy_of(kwargs)
     retries = kwargs.pop("retries", None)
-    kwargs.pop(RETRY_ATTEMPTS, None)
-    kwargs.pop(RETRY_SECONDS, None)
+    kwargs.pop(retry.RETRY_ATTEMPTS, None)
+    kwargs.pop(retry.RETRY_SECONDS, None)
     unconditional = bool(kwargs.pop(ALLOW_UNCONDITIONAL_METADATA, None))
     kwargs["skip_instance_cache"] = True
-    from ckptstore.budgeted_s3 import BudgetedS3FileSystem
+    from ckptstore.stores.budgeted_s3 import BudgetedS3FileSystem
 
     fs = BudgetedS3FileSystem(**kwargs)
     if retries is not None:
@@ -1085,3 +867,93 @@ def _delete_keys(fs: Any, bucket: str, keys: list[str]) -> None:
             f"{len(errors)} of {len(keys)} objects were not deleted; the first: "
             f"{first.get('Key')}: {first.get('Code')} {first.get('Message')}",
         )
+
+
+# --------------------------------------------------------------------------- the adapter
+
+#: Bytes of one S3 state upload held in memory at most (:class:`ExclusiveUpload`): a state up
+#: to this size is one PutObject; a larger one a multipart upload of a first part this size and
+#: then parts of :data:`OBJECT_STORE_PART_SIZE`. With the interpreter's own allocations a
+#: stream stays within the write buffer + 64 MiB that issue 13 sets, and no state file of up to
+#: 48 MiB pays for a multipart upload (s3fs itself buffers 50 MiB blocks and holds three
+#: copies of one while it sends it).
+OBJECT_STORE_UPLOAD_BUFFER = 48 * 1024 * 1024
+#: Parts after the first: half the buffer, so one can fill while the other is in flight.
+OBJECT_STORE_PART_SIZE = OBJECT_STORE_UPLOAD_BUFFER // 2
+#: The largest object one S3 CopyObject request copies (larger ones need a multipart copy).
+MAX_COPY_OBJECT_SIZE = 5 * 2**30
+
+
+def _exclusive_upload(fs: Any, path: StoragePath) -> ExclusiveUpload:
+    """The writer of an S3 state file: :data:`OBJECT_STORE_UPLOAD_BUFFER` in memory at most.
+
+    Storage options that size s3fs's writes are kept: ``default_block_size`` (other than
+    s3fs's own 50 MiB) is both the buffer and the part size, as for s3fs's own files, and
+    ``fixed_upload_size`` (stores that want equal parts) makes the first part a regular one.
+    """
+    bucket, key, _ = fs.split_path(path.fs_path)
+    if not key:
+        raise ValueError(f"not an object's path: {path.url}")
+    limit, part = OBJECT_STORE_UPLOAD_BUFFER, OBJECT_STORE_PART_SIZE
+    block = getattr(fs, "default_block_size", None)
+    if isinstance(block, int) and block != getattr(type(fs), "default_block_size", block):
+        limit = part = block
+    elif getattr(fs, "fixed_upload_size", False):
+        limit = part
+    return ExclusiveUpload(fs, str(bucket), str(key), buffer_limit=limit, part_size=part)
+
+
+class S3Store(FsspecStore):
+    """``s3``/``s3a``: s3fs with the retry budget, conditional writes, GET-only sized reads,
+    deletes that abort open multipart uploads (module docstring)."""
+
+    def client_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        return retry.s3_client_options(options)
+
+    def instantiate(self, scheme: str, options: Mapping[str, Any]) -> Any:
+        return instantiate(options)
+
+    def open_exclusive_write(self, fs: Any, path: StoragePath) -> Any:
+        return _exclusive_upload(fs, path)
+
+    def publish(self, fs: Any, path: StoragePath, data: bytes, probe_dir: StoragePath) -> None:
+        publish_metadata(fs, path, data, probe_dir)
+
+    def probe_conditional_writes(self, fs: Any, directory: StoragePath) -> str:
+        return probe_conditional_writes(fs, directory)
+
+    def conditional_write_mode(self, fs: Any, path: StoragePath) -> str:
+        return conditional_write_mode(fs, path)
+
+    def misreading(self, fs: Any, path: StoragePath) -> str | None:
+        """s3fs's ``split_path`` cuts a key at ``?versionId=`` (and reads ARNs as buckets)."""
+        split_path = getattr(fs, "split_path", None)  # a client without one reads keys as given
+        if split_path is None:
+            return None
+        bucket, _, key = path.path.partition("/")
+        read_bucket, read_key, version = split_path(path.path)
+        if (read_bucket, read_key, version) != (bucket, key, None):
+            return f"s3fs reads it as the key {redact_text(read_key)!r} of {read_bucket!r}"
+        return None
+
+    def delete_tree(self, fs: Any, path: StoragePath) -> None:
+        delete_below(fs, path)
+
+    def open_for_read(self, fs: Any, path: StoragePath, size: int) -> Any:
+        if size >= 0:
+            return open_sized(fs, path, size)
+        return super().open_for_read(fs, path, size)
+
+    def copy_exclusive(self, fs: Any, source: StoragePath, target: StoragePath, size: int) -> None:
+        """One CopyObject (no HEAD) for files up to 5 GiB of known size, else s3fs's
+        multipart copy; S3's CopyObject cannot be made exclusive everywhere, so callers pick
+        fresh random target names."""
+        if 0 <= size <= MAX_COPY_OBJECT_SIZE:
+            from fsspec.asyn import sync
+
+            sync(fs.loop, fs._copy_basic, source.fs_path, target.fs_path)
+        else:
+            fs.copy(source.fs_path, target.fs_path)
+
+    def list_open_uploads(self, fs: Any, directory: StoragePath) -> list[dict[str, Any]] | None:
+        return list_open_uploads(fs, directory)

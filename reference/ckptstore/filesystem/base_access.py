@@ -1,14 +1,14 @@
 """What both checkpoint storage accesses share, as Flink's ``AbstractFsCheckpointStorageAccess``.
 
-``FsCheckpointStorageAccess`` (``ckptstore.access``) and ``MemoryBackendCheckpointStorageAccess``
-(``ckptstore.jobmanager_access``) are one job's view of their storage. They differ in where
-checkpoint state goes; everything else is here, once:
+``FsCheckpointStorageAccess`` (``ckptstore.filesystem.access``) and
+``MemoryBackendCheckpointStorageAccess`` (``ckptstore.jobmanager.access``) are one job's view of
+their storage. They differ in where checkpoint state goes; everything else is here, once:
 
 * the checks of the contract's arguments: the job id, checkpoint ids, location references and
   savepoint targets (``ckptstore.validation``), and :func:`path_argument` and
   :func:`allowed_schemes_argument`, the checks of the storages' constructors too;
 * the schemes an access may open (its own paths', else the local file system, plus the
-  storage's ``allowed_schemes``) and the error for any other (``ckptstore.pointers``);
+  storage's ``allowed_schemes``) and the error for any other (``ckptstore.filesystem.pointers``);
 * pointer resolution and the default savepoint directory;
 * savepoint directories: ``<base>/savepoint-<job[0:6]>-<12 hex>`` below the target or the
   default base, with up to ten fresh names (ACC7, L5).
@@ -17,7 +17,7 @@ A subclass says what a checkpoint location is (``_create_checkpoint_location``),
 savepoint directory becomes (``_savepoint_location``) and what a worker writes to for a checkpoint
 id and reference (``_worker_location``); it also provides the base locations, the task-owned
 stream and toolset. Construction does no I/O (ACC1): it registers the connection options of its
-paths so that handles read in this process find them (``ckptstore.filesystems``).
+paths so that handles read in this process find them (``ckptstore.stores.registry``).
 """
 
 from __future__ import annotations
@@ -34,16 +34,16 @@ from ckptstore.api import (
 )
 from ckptstore.calls import public_call
 from ckptstore.errors import CheckpointIOError, EndpointUnreachableError, InvalidArgumentError
-from ckptstore.filesystems import (
-    filesystem_for,
-    make_directory_exclusive,
-    register_path,
-    require_available_schemes,
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.pointers import (
+    require_allowed_scheme,
+    resolve_checkpoint_pointer,
+    storage_schemes,
 )
 from ckptstore.io_errors import with_context
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.pointers import require_allowed_scheme, resolve_checkpoint_pointer, storage_schemes
+from ckptstore.stores.operations import make_directory_exclusive
+from ckptstore.stores.registry import filesystem_for, register_path, require_available_schemes
 from ckptstore.validation import (
     require_checkpoint_id,
     require_job_id,
@@ -147,7 +147,7 @@ class AbstractCheckpointStorageAccess(
         extra = allowed_schemes_argument(allowed_schemes)
         self._allowed_schemes = storage_schemes((checkpoint_base, savepoint_base), extra)
         # Registering (no I/O) lets handles read in this process, such as those in a
-        # ``_metadata`` written elsewhere, find these options (``ckptstore.filesystems``).
+        # ``_metadata`` written elsewhere, find these options (``ckptstore.stores.registry``).
         self._checkpoint_base_token: str | None = None
         if checkpoint_base is not None:
             self._checkpoint_base_token = self._token_for(checkpoint_base)

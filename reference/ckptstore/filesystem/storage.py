@@ -7,8 +7,8 @@ shows a secret in ``repr`` (``ckptstore.redaction``: secret-looking keys at any 
 userinfo, secret query parameters). Each ``create_checkpoint_storage(job_id)`` returns a
 fresh ``FsCheckpointStorageAccess``. Every argument goes through ``ckptstore.validation``.
 
-Crash leftovers (``ckptstore.leftovers``): ``find_leftovers(job_id, older_than=...)`` lists
-the staging files and orphaned state files a crash left in this storage's own layout for a
+Crash leftovers (``ckptstore.filesystem.leftovers``): ``find_leftovers(job_id, older_than=...)``
+lists the staging files and orphaned state files a crash left in this storage's own layout for a
 job, and ``clean_leftovers(job_id, older_than=..., dry_run=False)`` removes them.
 """
 
@@ -17,23 +17,28 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ckptstore.access import FsCheckpointStorageAccess
 from ckptstore.api import JobID
-from ckptstore.base_access import (
+from ckptstore.errors import ConfigurationError, MissingArgumentError
+from ckptstore.filesystem.access import FsCheckpointStorageAccess
+from ckptstore.filesystem.base_access import (
     allowed_schemes_argument,
     optional_path_argument,
     path_argument,
 )
-from ckptstore.entropy import EntropyInjector, validate_entropy_options
-from ckptstore.errors import ConfigurationError, MissingArgumentError
-from ckptstore.filesystems import register_path, traits_for
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
-from ckptstore.leftovers import Leftover, LeftoverMethods
-from ckptstore.locations import MAX_FILE_STATE_THRESHOLD
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.entropy import EntropyInjector, validate_entropy_options
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.leftovers import Leftover, LeftoverMethods
+from ckptstore.filesystem.locations import MAX_FILE_STATE_THRESHOLD
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
+from ckptstore.filesystem.pointers import (
+    normalise_schemes,
+    resolve_checkpoint_pointer,
+    storage_schemes,
+)
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.pointers import normalise_schemes, resolve_checkpoint_pointer, storage_schemes
 from ckptstore.redaction import redact, secret_values
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.registry import register_path
 from ckptstore.validation import (
     MAX_WRITE_BUFFER_SIZE,
     require_bool,
@@ -76,10 +81,10 @@ class FileSystemCheckpointStorage(LeftoverMethods):
     ``<path>/<job id>`` (CFG3; ``True`` or ``False``, nothing else). ``storage_options``:
     fsspec connection settings, including the retry budget: the storage-agnostic
     ``retry_attempts`` (requests per operation) and ``retry_seconds`` (seconds per public call,
-    ``ckptstore.s3``), or the client's own ``retries``, ``config_kwargs``
-    ``connect_timeout``/``read_timeout``/``retries`` (``ckptstore.filesystems``), and
+    ``ckptstore.stores.s3``), or the client's own ``retries``, ``config_kwargs``
+    ``connect_timeout``/``read_timeout``/``retries`` (``ckptstore.stores.registry``), and
     ``allow_unconditional_metadata`` (a bool: publish ``_metadata`` on S3 servers that ignore
-    conditional writes, at the risk ``ckptstore.s3`` states, instead of refusing).
+    conditional writes, at the risk ``ckptstore.stores.s3`` states, instead of refusing).
     ``entropy_key``/``entropy_length``: entropy injection (object stores and memory only).
     ``allowed_schemes``: schemes, besides those of the configured paths, that
     ``resolve_checkpoint`` may open; each must be served by an fsspec file system.
@@ -158,7 +163,7 @@ class FileSystemCheckpointStorage(LeftoverMethods):
         self._allowed_schemes = tuple(sorted(normalise_schemes(schemes)))
         # Register the connection options in this process (also after unpickling) for the
         # store and buckets of both paths, so handles read here find them (rules in
-        # ``ckptstore.filesystems``). No I/O.
+        # ``ckptstore.stores.registry``). No I/O.
         for path in (checkpoint, savepoint):
             if path is not None:
                 register_path(path, self._storage_options)
@@ -238,8 +243,9 @@ class FileSystemCheckpointStorage(LeftoverMethods):
     def _leftover_directories(
         self, job_id: JobID
     ) -> tuple[JobID, StoragePath | None, StoragePath | None]:
-        """``find_leftovers``/``clean_leftovers`` (``ckptstore.leftovers.LeftoverMethods``)
-        scan the job's checkpoint directory (CFG3) and the default savepoint directory."""
+        """``find_leftovers``/``clean_leftovers``
+        (``ckptstore.filesystem.leftovers.LeftoverMethods``) scan the job's checkpoint directory
+        (CFG3) and the default savepoint directory."""
         access = self.create_checkpoint_storage(job_id)
         return access.job_id, parse_storage_path(access.checkpoints_directory), self._savepoint
 

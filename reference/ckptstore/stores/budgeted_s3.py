@@ -1,7 +1,7 @@
-"""s3fs's file system with the reference's retry budget (``ckptstore.s3.RetryPolicy``).
+"""s3fs's file system with the reference's retry budget (``ckptstore.stores.retry.RetryPolicy``).
 
 A module of its own so that s3fs (and botocore) are imported only when the first S3 file
-system is made (``ckptstore.s3.instantiate``): s3fs is optional, and a storage on local
+system is made (``ckptstore.stores.s3.instantiate``): s3fs is optional, and a storage on local
 disks or in memory never pays for the import.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import s3fs
 from fsspec.asyn import sync_wrapper
 
-from ckptstore.s3 import RetryPolicy, call_budget_left, install_budget
+from ckptstore.stores.retry import RetryPolicy, call_budget_left, install_budget
 
 __all__ = ["BudgetedS3FileSystem"]
 
@@ -22,9 +22,10 @@ __all__ = ["BudgetedS3FileSystem"]
 class BudgetedS3FileSystem(s3fs.S3FileSystem):  # type: ignore[misc]
     """s3fs whose requests keep to ``retry_attempts`` and ``retry_seconds``.
 
-    Every client it makes gets the budget's retry handler (``ckptstore.s3.install_budget``);
-    with ``retry_seconds`` every request also ends when the public call that sends it has
-    spent that many seconds (``ckptstore.calls``), retries included, and none is sent after.
+    Every client it makes gets the budget's retry handler
+    (``ckptstore.stores.retry.install_budget``); with ``retry_seconds`` every request also ends when
+    the public call that sends it has spent that many seconds (``ckptstore.calls``), retries
+    included, and none is sent after.
     """
 
     #: the retry policy of every request (``None``: botocore's own handler)

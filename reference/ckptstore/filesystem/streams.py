@@ -44,28 +44,28 @@ from typing import IO, Any
 
 from ckptstore.api import ByteStreamStateHandle, StreamStateHandle
 from ckptstore.calls import public_call
-from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
     EndpointUnreachableError,
     InvalidArgumentError,
     StreamClosedError,
     StreamFailedError,
 )
-from ckptstore.filesystems import (
-    delete_file,
-    discard_writer,
-    existing_size,
-    filesystem_for,
-    open_exclusive_write,
-    path_is_s3,
-    sync_and_close,
-    traits_for,
-)
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.entropy import EntropyInjector
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.io_errors import is_unreachable, with_context
 from ckptstore.names import random_uuid4, unique_name
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.redaction import redact_text
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.operations import (
+    delete_file,
+    discard_writer,
+    existing_size,
+    open_exclusive_write,
+    path_is_s3,
+    sync_and_close,
+)
+from ckptstore.stores.registry import filesystem_for
 from ckptstore.validation import MAX_WRITE_BUFFER_SIZE, require_bytes, require_int
 
 __all__ = ["MAX_FILE_CREATION_ATTEMPTS", "FsCheckpointStateOutputStream", "StreamSettings"]

@@ -9,7 +9,7 @@ coordinator died before finalizing (or whose abort never ran) leaves its state f
 ``FileSystemCheckpointStorage.find_leftovers(job_id, older_than=...)`` lists them and
 ``clean_leftovers(...)`` removes them (``JobManagerCheckpointStorage`` has both too: the
 storages' methods are :class:`LeftoverMethods`). The scan
-is confined to the storage's own layout (``ckptstore.layout``) for one job:
+is confined to the storage's own layout (``ckptstore.filesystem.layout``) for one job:
 
 * the job's checkpoint directory (``<base>/<job id>``, or ``<base>`` without
   ``create_subdir``): its ``chk-<n>`` directories only;
@@ -19,10 +19,10 @@ In those directories, and nowhere else, a leftover is
 
 * ``metadata-staging``: a ``._metadata.<hex>.inprogress`` file, or on S3 a claim
   ``_metadata.<hex>.inprogress`` of a finalization where the server ignores conditional
-  writes (``ckptstore.s3``), left by a coordinator that died while it published;
+  writes (``ckptstore.stores.s3``), left by a coordinator that died while it published;
 * ``write-probe`` (S3): a conditional-write probe ``.ckptstore-probe.<32 hex>`` directly in
   the job's checkpoint directory (or the savepoint directory), left by a coordinator that
-  died between creating and deleting it (``ckptstore.s3``);
+  died between creating and deleting it (``ckptstore.stores.s3``);
 * ``orphaned-state``: a state file (a UUID name, L3) in a directory without ``_metadata``;
 * ``open-upload`` (S3): an open multipart upload of a state file in a ``chk-<n>`` or
   ``savepoint-...`` directory (a writer that crashed mid-upload; no listing of objects shows
@@ -53,19 +53,7 @@ from typing import Any
 
 from ckptstore.api import METADATA_FILE_NAME, SAVEPOINT_DIR_PREFIX, JobID
 from ckptstore.calls import public_call
-from ckptstore.filesystems import (
-    OpenUpload,
-    abort_open_upload,
-    delete_file,
-    file_info,
-    filesystem_for,
-    list_directory,
-    list_open_uploads,
-    register_path,
-    remove_empty_directory,
-    traits_for,
-)
-from ckptstore.layout import (
+from ckptstore.filesystem.layout import (
     is_checkpoint_dir_name,
     is_probe_file_name,
     is_savepoint_dir_name,
@@ -73,6 +61,17 @@ from ckptstore.layout import (
     is_state_file_name,
 )
 from ckptstore.paths import StoragePath
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.operations import (
+    OpenUpload,
+    abort_open_upload,
+    delete_file,
+    file_info,
+    list_directory,
+    list_open_uploads,
+    remove_empty_directory,
+)
+from ckptstore.stores.registry import filesystem_for, register_path
 from ckptstore.validation import require_bool, require_duration
 
 __all__ = [

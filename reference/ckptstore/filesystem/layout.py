@@ -7,12 +7,12 @@ The storage creates exactly these names, so it deletes nothing else:
   ``dispose_on_failure`` delete such a directory recursively (MD6, MD7), and refuse any other
   directory with ``DisposalRefusedError`` before a single request is sent;
 * state files ``<uuid4>`` (L3), the staging files of ``_metadata``
-  (``._metadata.<32 hex>.inprogress`` on local disks, ``ckptstore.filesystems.publish_exclusive``;
-  the claims ``_metadata.<32 hex>.inprogress`` on S3 servers without conditional writes,
-  ``ckptstore.s3``) and the
-  S3 conditional-write probes (``.ckptstore-probe.<32 hex>``, ``ckptstore.s3``, in the
-  checkpoint directory): the crash leftover scan (``ckptstore.leftovers``) removes only such
-  files, and aborts only open multipart uploads of state files in checkpoint and savepoint
+  (``._metadata.<32 hex>.inprogress`` on local disks,
+  ``ckptstore.stores.operations.publish_exclusive``; the claims ``_metadata.<32 hex>.inprogress`` on
+  S3 servers without conditional writes, ``ckptstore.stores.s3``) and the
+  S3 conditional-write probes (``.ckptstore-probe.<32 hex>``, ``ckptstore.stores.s3``, in the
+  checkpoint directory): the crash leftover scan (``ckptstore.filesystem.leftovers``) removes only
+  such files, and aborts only open multipart uploads of state files in checkpoint and savepoint
   directories;
 * task-owned and shared state: only single files, through their handles (H2, TO3).
 
@@ -61,7 +61,7 @@ STATE_FILE_PATTERN = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 #: The staging file of a ``_metadata`` publish: ``.``-prefixed on local disks, without the
 #: dot for an S3 claim.
 STAGING_FILE_PATTERN = re.compile(rf"^\.?{METADATA_FILE_NAME}\.[0-9a-f]{{32}}\.inprogress$")
-#: The object of an S3 conditional-write probe (``ckptstore.s3.PROBE_PREFIX``).
+#: The object of an S3 conditional-write probe (``ckptstore.stores.s3.PROBE_PREFIX``).
 PROBE_FILE_PATTERN = re.compile(r"^\.ckptstore-probe\.[0-9a-f]{32}$")
 
 

@@ -2,10 +2,10 @@
 
 ``FsCheckpointMetadataOutputStream`` buffers the metadata in memory and publishes it at
 ``close_and_finalize_checkpoint()`` in one exclusive, atomic step
-(``filesystems.publish_exclusive``: temp file + ``os.link`` locally, one PutObject with
+(``stores.operations.publish_exclusive``: temp file + ``os.link`` locally, one PutObject with
 ``If-None-Match: *`` on S3; on S3 servers that ignore that condition a refusal, or where the
-user allowed it claim-then-write, see ``ckptstore.s3``; a lost answer whose write committed is
-recognised by its bytes). So
+user allowed it claim-then-write, see ``ckptstore.stores.s3``; a lost answer whose write committed
+is recognised by its bytes). So
 ``_metadata`` is never visible half-written (what Flink gets from its RecoverableWriter,
 MD2), ``close()`` without finalize leaves nothing (MD5), and an
 existing ``_metadata`` is never replaced: on directory file systems a second stream fails at
@@ -13,11 +13,11 @@ construction already (T-BASE4), on object stores at the latest at finalize.
 
 ``FsCompletedCheckpointStorageLocation`` is the picklable result: external pointer, metadata
 handle, recursive dispose (confined to ``chk-<n>`` and ``savepoint-...`` directories,
-``ckptstore.layout``) and ``resolve_handle`` (rebasing relative handles onto the checkpoint's
-directory, with a path-traversal guard).
+``ckptstore.filesystem.layout``) and ``resolve_handle`` (rebasing relative handles onto the
+checkpoint's directory, with a path-traversal guard).
 
 Both classes work with any file system of the registry: pass URLs (or ``StoragePath``) and
-the store token (``filesystems.register_filesystem``). The JobManager storage uses them too.
+the store token (``stores.registry.register_filesystem``). The JobManager storage uses them too.
 """
 
 from __future__ import annotations
@@ -36,18 +36,14 @@ from ckptstore.errors import (
     MissingArgumentError,
     StreamClosedError,
 )
-from ckptstore.filesystems import (
-    delete_tree,
-    file_info,
-    filesystem_for,
-    publish_exclusive,
-    traits_for,
-)
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.layout import require_disposable
 from ckptstore.io_errors import with_context
-from ckptstore.layout import require_disposable
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.redaction import redact_text
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.operations import delete_tree, file_info, publish_exclusive
+from ckptstore.stores.registry import filesystem_for
 from ckptstore.validation import (
     require_bytes,
     require_handle,
@@ -108,8 +104,8 @@ class FsCompletedCheckpointStorageLocation:
 
         Never ``shared/`` or ``taskowned/``: only the exclusive directory (and, with entropy,
         the key-free directory that holds ``_metadata``), and only if it is a ``chk-<n>`` or
-        ``savepoint-<job>-<suffix>`` directory (``ckptstore.layout``). Any other directory
-        (a pointer to some file resolves too, PTR7) raises ``DisposalRefusedError`` (an
+        ``savepoint-<job>-<suffix>`` directory (``ckptstore.filesystem.layout``). Any other
+        directory (a pointer to some file resolves too, PTR7) raises ``DisposalRefusedError`` (an
         ``OSError``) before anything is deleted.
         """
         targets = [parse_storage_path(self.exclusive_dir)]

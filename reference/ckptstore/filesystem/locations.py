@@ -20,14 +20,16 @@ from ckptstore.api import (
     StreamStateHandle,
 )
 from ckptstore.calls import public_call
-from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import ArgumentOutOfRangeError, InvalidArgumentError
-from ckptstore.filesystems import delete_tree, filesystem_for, traits_for
-from ckptstore.layout import require_disposable
-from ckptstore.metadata import FsCheckpointMetadataOutputStream
+from ckptstore.filesystem.entropy import EntropyInjector
+from ckptstore.filesystem.layout import require_disposable
+from ckptstore.filesystem.metadata import FsCheckpointMetadataOutputStream
+from ckptstore.filesystem.streams import FsCheckpointStateOutputStream, StreamSettings
+from ckptstore.filesystem.toolset import FsCheckpointStateToolset
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.streams import FsCheckpointStateOutputStream, StreamSettings
-from ckptstore.toolset import FsCheckpointStateToolset
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.operations import delete_tree
+from ckptstore.stores.registry import filesystem_for
 from ckptstore.validation import (
     MAX_WRITE_BUFFER_SIZE,
     require_handle,
@@ -57,7 +59,7 @@ def checked_sizes(file_state_threshold: int, write_buffer_size: int) -> tuple[in
 
     For a factory constructed directly (Flink's ``FsCheckpointStreamFactory`` is public); a
     storage's factories get values the storage has checked already
-    (``ckptstore.filesystem_storage``).
+    (``ckptstore.filesystem.storage``).
     """
     file_state_threshold = require_int(
         file_state_threshold,
@@ -223,8 +225,8 @@ class FsCheckpointStorageLocation(FsCheckpointStreamFactory):
         """Recursively delete the exclusive directory; missing is fine (MD7).
 
         Only a ``chk-<n>`` directory for a checkpoint location, a ``savepoint-<job>-<suffix>``
-        directory for a savepoint location (``ckptstore.layout``): a location resolved from a
-        reference to any other directory raises ``DisposalRefusedError`` and deletes nothing.
+        directory for a savepoint location (``ckptstore.filesystem.layout``): a location resolved
+        from a reference to any other directory raises ``DisposalRefusedError`` and deletes nothing.
         """
         targets = [self._exclusive_dir]
         if self._metadata_file.parent != self._exclusive_dir:

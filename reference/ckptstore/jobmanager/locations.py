@@ -1,17 +1,17 @@
 """The JobManager storage's checkpoint and savepoint locations (MEM3, L5, L6, PTR10, MD7).
 
-State is always inline (``ckptstore.memory_streams``); a location differs only in where its
-``_metadata`` goes:
+State is always inline (``ckptstore.jobmanager.memory_streams``); a location differs only in
+where its ``_metadata`` goes:
 
 * ``PersistentMetadataCheckpointStorageLocation``: to the file ``<dir>/_metadata`` of a
   ``chk-<n>`` directory (with a checkpoint path) or a ``savepoint-...`` directory, written and
-  finalized as the file-system storage does (``ckptstore.metadata``);
+  finalized as the file-system storage does (``ckptstore.filesystem.metadata``);
 * ``NonPersistentMetadataCheckpointStorageLocation``: nowhere (no checkpoint path); the
   metadata stays in memory and its completed location,
   ``NonPersistentCompletedCheckpointStorageLocation``, has the pointer
   ``NON_ADDRESSABLE_POINTER``, which resolves nowhere.
 
-These classes were defined in ``ckptstore.jobmanager_storage``, which still exports them, so
+These classes were defined in ``ckptstore.jobmanager.storage``, which still exports them, so
 pickles that name them there load.
 """
 
@@ -30,12 +30,13 @@ from ckptstore.api import (
 )
 from ckptstore.calls import public_call
 from ckptstore.errors import InvalidHandleError, StreamClosedError
-from ckptstore.filesystems import delete_tree, filesystem_for
-from ckptstore.layout import require_disposable
-from ckptstore.memory_streams import MemCheckpointStreamFactory
-from ckptstore.metadata import FsCheckpointMetadataOutputStream
+from ckptstore.filesystem.layout import require_disposable
+from ckptstore.filesystem.metadata import FsCheckpointMetadataOutputStream
+from ckptstore.jobmanager.memory_streams import MemCheckpointStreamFactory
 from ckptstore.names import unique_name
 from ckptstore.paths import StoragePath
+from ckptstore.stores.operations import delete_tree
+from ckptstore.stores.registry import filesystem_for
 from ckptstore.validation import require_bytes, require_handle
 
 __all__ = [
@@ -76,7 +77,7 @@ class PersistentMetadataCheckpointStorageLocation(MemCheckpointStreamFactory):
     def dispose_on_failure(self) -> None:
         """Delete the checkpoint's directory and everything in it (MD7).
 
-        Only a ``chk-<n>`` or ``savepoint-...`` directory (``ckptstore.layout``).
+        Only a ``chk-<n>`` or ``savepoint-...`` directory (``ckptstore.filesystem.layout``).
         """
         require_disposable(self._dir, "dispose_on_failure")
         delete_tree(filesystem_for(self._dir, self._fs_token), self._dir)

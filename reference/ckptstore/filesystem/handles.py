@@ -1,7 +1,7 @@
 """File state handles: ``FileStateHandle`` and ``RelativeFileStateHandle`` (H1-H3, H6).
 
 A handle is a small picklable value: the file's canonical URL, its size and the token of the
-store it was written to (``ckptstore.filesystems``: a short hash of scheme and endpoint, never
+store it was written to (``ckptstore.stores.registry``: a short hash of scheme and endpoint, never
 of credentials). It never holds a file system instance or credentials. Reading or discarding,
 in whatever process, looks the file system up by the registry's rules: the options registered
 in this process for the same store, else for the file's scheme and bucket, else fsspec's
@@ -21,9 +21,11 @@ from typing import Any, BinaryIO
 
 from ckptstore.calls import public_call
 from ckptstore.errors import InvalidArgumentTypeError, MissingArgumentError
-from ckptstore.filesystems import authority_of, delete_file, get_filesystem, open_for_read
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.redaction import redact_text
+from ckptstore.stores.adapters import authority_of
+from ckptstore.stores.operations import delete_file, open_for_read
+from ckptstore.stores.registry import get_filesystem
 from ckptstore.validation import JAVA_LONG_MAX, require_file_name, require_int, require_url_text
 
 __all__ = ["FileStateHandle", "RelativeFileStateHandle"]
@@ -92,7 +94,7 @@ class FileStateHandle:
         (looking one up costs more than opening the file). With a known ``state_size`` a read
         that finds the file shorter or longer raises ``StateSizeMismatchError`` (an
         ``OSError``) instead of returning bytes that are not the state
-        (``filesystems.open_for_read``).
+        (``stores.operations.open_for_read``).
         """
         path = self.storage_path
         fs = None if path.scheme == "file" else self._filesystem(path)

@@ -2,13 +2,13 @@
 
 Coordinator side: base directories and ``chk-<n>`` locations. On object stores the coordinator
 sends no directory requests at all (on S3 its once-per-job setup probes whether the server
-honours conditional writes: ``ckptstore.s3``, :attr:`FsCheckpointStorageAccess.conditional_writes`);
-on ``file`` and ``memory`` it creates directories with ``makedirs``. Worker side: the location
-for a checkpoint id and reference, the task-owned stream and toolset, with no I/O whatsoever
-until a stream spills to its file (S1).
+honours conditional writes: ``ckptstore.stores.s3``,
+:attr:`FsCheckpointStorageAccess.conditional_writes`); on ``file`` and ``memory`` it creates
+directories with ``makedirs``. Worker side: the location for a checkpoint id and reference, the
+task-owned stream and toolset, with no I/O whatsoever until a stream spills to its file (S1).
 
-What does not depend on files lives in ``ckptstore.base_access``, shared with the JobManager
-storage's access: argument checks, allowed schemes, pointer resolution and the savepoint
+What does not depend on files lives in ``ckptstore.filesystem.base_access``, shared with the
+JobManager storage's access: argument checks, allowed schemes, pointer resolution and the savepoint
 directories (``create_savepoint_directory``, re-exported here). Construction does no I/O (ACC1).
 """
 
@@ -27,28 +27,31 @@ from ckptstore.api import (
     decode_path_from_reference,
     encode_path_as_reference,
 )
-from ckptstore.base_access import (
+from ckptstore.calls import public_call
+from ckptstore.errors import InvalidReferenceError
+from ckptstore.filesystem.base_access import (
     MAX_SAVEPOINT_DIR_ATTEMPTS,
     AbstractCheckpointStorageAccess,
     create_savepoint_directory,
     random_savepoint_suffix,
 )
-from ckptstore.calls import public_call
-from ckptstore.entropy import EntropyInjector
-from ckptstore.errors import InvalidReferenceError
-from ckptstore.filesystems import (
+from ckptstore.filesystem.entropy import EntropyInjector
+from ckptstore.filesystem.locations import FsCheckpointStorageLocation
+from ckptstore.filesystem.streams import FsCheckpointStateOutputStream, StreamSettings
+from ckptstore.filesystem.toolset import (
+    FsCheckpointStateToolset,
+    NotDuplicatingCheckpointStateToolset,
+)
+from ckptstore.io_errors import with_context
+from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.operations import (
     conditional_write_mode,
-    filesystem_for,
     make_directories,
     path_is_s3,
     probe_conditional_writes,
-    traits_for,
 )
-from ckptstore.io_errors import with_context
-from ckptstore.locations import FsCheckpointStorageLocation
-from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.streams import FsCheckpointStateOutputStream, StreamSettings
-from ckptstore.toolset import FsCheckpointStateToolset, NotDuplicatingCheckpointStateToolset
+from ckptstore.stores.registry import filesystem_for
 
 __all__ = [
     "MAX_SAVEPOINT_DIR_ATTEMPTS",
@@ -66,7 +69,7 @@ class FsCheckpointStorageAccess(
     """Checkpoint storage access for one job on an fsspec file system.
 
     What is not about files (argument checks, allowed schemes, pointer resolution, savepoint
-    directories) is ``ckptstore.base_access``'s.
+    directories) is ``ckptstore.filesystem.base_access``'s.
     """
 
     def __init__(
@@ -127,7 +130,7 @@ class FsCheckpointStorageAccess(
         ``_metadata``. Where the S3 server ignores the condition:
         ``"ignored: finalization refused"`` (every finalization raises
         ``ConditionalWritesUnsupportedError``), or ``"ignored: claim-then-write"`` where the
-        storage options set ``allow_unconditional_metadata`` (``ckptstore.s3``).
+        storage options set ``allow_unconditional_metadata`` (``ckptstore.stores.s3``).
         ``"unknown: not probed yet"``: S3 before ``initialize_base_locations_for_checkpoint``
         (or a first ``_metadata`` publish) in this process. No I/O.
         """
@@ -145,7 +148,7 @@ class FsCheckpointStorageAccess(
 
         On S3 the coordinator's once-per-job setup also finds out whether the server honours
         conditional writes, once per process per endpoint and bucket (three requests under
-        the checkpoint directory the first time: ``ckptstore.s3``); see
+        the checkpoint directory the first time: ``ckptstore.stores.s3``); see
         :attr:`conditional_writes`. No directory request is sent to an object store.
         """
         fs = filesystem_for(self._checkpoints_dir, self._token)

@@ -15,8 +15,8 @@ resolved, ``ckptstore.paths``), so the resolved ``external_pointer`` never keeps
 pointer that climbs above its root or bucket, holds control characters, is not UTF-8 or is
 longer than ``MAX_URL_LENGTH`` is an ``InvalidPointerError`` (PTR3), also before any I/O.
 A pointer to any file resolves, as in Flink (PTR7), but disposing such a location deletes
-nothing unless the directory is a ``chk-<n>`` or savepoint directory (``ckptstore.layout``).
-Messages show the pointer redacted (``ckptstore.redaction``).
+nothing unless the directory is a ``chk-<n>`` or savepoint directory
+(``ckptstore.filesystem.layout``). Messages show the pointer redacted (``ckptstore.redaction``).
 """
 
 from __future__ import annotations
@@ -34,18 +34,13 @@ from ckptstore.errors import (
     MissingArgumentError,
     UnsupportedSchemeError,
 )
-from ckptstore.filesystems import (
-    DIRECTORY_SCHEMES,
-    S3_SCHEMES,
-    filesystem_for,
-    is_available_scheme,
-    register_path,
-)
-from ckptstore.handles import FileStateHandle
+from ckptstore.filesystem.handles import FileStateHandle
+from ckptstore.filesystem.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.io_errors import contract_error, io_errors
-from ckptstore.metadata import FsCompletedCheckpointStorageLocation
 from ckptstore.paths import LOCAL_SCHEMES, StoragePath, canonical_scheme, parse_storage_path
 from ckptstore.redaction import redact_text
+from ckptstore.stores.adapters import DIRECTORY_SCHEMES, S3_SCHEMES
+from ckptstore.stores.registry import filesystem_for, is_available_scheme, register_path
 from ckptstore.validation import require_url_text
 
 __all__ = [

@@ -25,14 +25,16 @@ from typing import Any
 
 from ckptstore.api import StreamStateHandle
 from ckptstore.calls import public_call
-from ckptstore.entropy import EntropyInjector
 from ckptstore.errors import (
     DuplicationNotSupportedError,
     InvalidHandleError,
 )
-from ckptstore.filesystems import copy_exclusive, delete_file, filesystem_for, traits_for
-from ckptstore.handles import FileStateHandle, RelativeFileStateHandle
+from ckptstore.filesystem.entropy import EntropyInjector
+from ckptstore.filesystem.handles import FileStateHandle, RelativeFileStateHandle
 from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.stores.adapters import traits_for
+from ckptstore.stores.operations import copy_exclusive, delete_file
+from ckptstore.stores.registry import filesystem_for
 from ckptstore.validation import require_handle, require_handles
 
 __all__ = ["FsCheckpointStateToolset", "NotDuplicatingCheckpointStateToolset"]
