@@ -4,9 +4,10 @@ A clause may be skipped only because the target does not claim its capability; a
 other reason (a backend that did not start, a missing dependency) fails this test.
 
 CI runs the main job (the same suite against the reference, with the moto and Spark legs
-required) just before the tests and names its report in ``CKPTCONFORM_REFERENCE_REPORT``; the
-reference's run is then read from that report instead of being run a second time. Without the
-variable the suite runs here.
+required) and the JobManager reference's run (``scripts/jobmanager.sh``) just before the tests
+and names their reports in ``CKPTCONFORM_REFERENCE_REPORT`` and
+``CKPTCONFORM_JOBMANAGER_REPORT``; the runs are then read from those reports instead of being
+run a second time. Without the variables the suite runs here.
 """
 
 from __future__ import annotations
@@ -26,19 +27,29 @@ BACKENDS = "local,memory,moto"
 JOBMANAGER_BACKENDS = "local,moto"
 
 
-def _main_job_run() -> SuiteRun | None:
-    """The main job's report of this checkout, when CI names it."""
-    path = os.environ.get("CKPTCONFORM_REFERENCE_REPORT")
+def _report_run(variable: str, target: str) -> SuiteRun | None:
+    """The run of ``target`` whose report CI names in ``variable``, if it does."""
+    path = os.environ.get(variable)
     if not path:
         return None
     report = json.loads(Path(path).read_text(encoding="utf-8"))
     header = report["header"]
-    assert header["target"]["name"] == "ckptstore", header["target"]
-    selected = {b["name"] for b in header["backends"] if b["status"] == "selected"}
-    assert set(BACKENDS.split(",")) <= selected, header["backends"]
-    assert header["spark"]["required"], header["spark"]
-    command = [f"(the main job's report {path})"]
+    assert header["target"]["name"] == target, header["target"]
+    command = [f"(the report {path})"]
     return SuiteRun(command, int(header["exit_status"]), "", report)
+
+
+def _selected(run: SuiteRun) -> set[str]:
+    return {b["name"] for b in run.report["header"]["backends"] if b["status"] == "selected"}
+
+
+def _main_job_run() -> SuiteRun | None:
+    """The main job's report of this checkout, when CI names it."""
+    found = _report_run("CKPTCONFORM_REFERENCE_REPORT", "ckptstore")
+    if found is not None:
+        assert set(BACKENDS.split(",")) <= _selected(found), found.report["header"]
+        assert found.report["header"]["spark"]["required"], found.report["header"]["spark"]
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +63,10 @@ def reference_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def jobmanager_run(tmp_path_factory):
+    found = _report_run("CKPTCONFORM_JOBMANAGER_REPORT", "ckptstore-jobmanager")
+    if found is not None:
+        assert set(JOBMANAGER_BACKENDS.split(",")) <= _selected(found), found.report["header"]
+        return found
     return run_suite(
         "ckptstore-jobmanager",
         JOBMANAGER_BACKENDS,
