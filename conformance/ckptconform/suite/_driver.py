@@ -14,6 +14,7 @@ as a ``ClauseFailure`` that names the clause (the reports read the ids, never th
 
 from __future__ import annotations
 
+import inspect
 import os
 import pickle
 import signal
@@ -271,18 +272,8 @@ def call_outcome(call: Callable[[], object]) -> str:
     return "returned"
 
 
-#: What a child process of :func:`under_file_size_limit` runs before its script: ``box`` (the
-#: pickle on its stdin), ``limit_file_size(n)`` (from then on a write beyond byte ``n`` of a
-#: local file fails with EFBIG, as on a full disk; SIGXFSZ is ignored) and ``outcome(call)``.
-LIMITED_CHILD_PRELUDE = """
-import pickle, resource, signal, sys
-
-def limit_file_size(size):
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
-
-def outcome(call):
+def outcome(call: Callable[[], Any]) -> tuple[str, Any]:
+    """("returned", result), ("OSError", text) or ("raised", text) of ``call``."""
     try:
         return ("returned", call())
     except OSError as error:
@@ -290,8 +281,41 @@ def outcome(call):
     except Exception as error:
         return ("raised", f"{type(error).__name__}: {error}")
 
+
+def _first_checkpoint(box: dict[str, Any]) -> tuple[Any, Any]:
+    """Checkpoint 1 of ``box["storage"]`` for job ``box["job_id"]``, its base locations set
+    up: its location and its stream factory."""
+    access = box["storage"].create_checkpoint_storage(box["job_id"])
+    access.initialize_base_locations_for_checkpoint()
+    location = access.initialize_location_for_checkpoint(1)
+    return location, access.resolve_checkpoint_storage_location(1, location.location_reference)
+
+
+#: What a child process of :func:`under_file_size_limit` runs before its script: ``box`` (the
+#: pickle on its stdin), ``limit_file_size(n)`` (from then on a write beyond byte ``n`` of a
+#: local file fails with EFBIG, as on a full disk; SIGXFSZ is ignored), ``outcome(call)``,
+#: ``_first_checkpoint(box)`` and ``CheckpointedStateScope``.
+LIMITED_CHILD_PRELUDE = (
+    """
+from __future__ import annotations
+
+import pickle, resource, signal, sys
+
+from ckptstore.api import CheckpointedStateScope
+
+def limit_file_size(size):
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+
+"""
+    + inspect.getsource(outcome)
+    + "\n"
+    + inspect.getsource(_first_checkpoint)
+    + """
 box = pickle.load(sys.stdin.buffer)
 """
+)
 
 
 def under_file_size_limit(

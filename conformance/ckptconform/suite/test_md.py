@@ -706,11 +706,7 @@ def test_negative_checkpoint_ids(sandbox, target, checkpoint_id):
 #: stream may buffer until close_and_get_handle(), a large one written in chunks (a write
 #: fails part-way, then close()).
 MD12_CHILD = """
-from ckptstore.api import CheckpointedStateScope
-access = box["storage"].create_checkpoint_storage(box["job_id"])
-access.initialize_base_locations_for_checkpoint()
-location = access.initialize_location_for_checkpoint(1)
-factory = access.resolve_checkpoint_storage_location(1, location.location_reference)
+location, factory = _first_checkpoint(box)
 small = factory.create_checkpoint_state_output_stream(CheckpointedStateScope.EXCLUSIVE)
 large = factory.create_checkpoint_state_output_stream(CheckpointedStateScope.SHARED)
 metadata = location.create_metadata_output_stream()

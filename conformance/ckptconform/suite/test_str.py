@@ -26,6 +26,7 @@ from ckptconform.suite._driver import (
     file_path,
     files_below,
     open_uploads_below,
+    outcome,
     payload,
     read_handle,
     require,
@@ -644,13 +645,13 @@ def test_large_state_in_writes_across_parts(sandbox, target, case):
     options["storage_options"] = {**sandbox.backend.storage_options, **block}
     factory = _factory(JobDriver(sandbox, **options))
     blob = _distinct_chunks(sizes)
-    outcome: list[Any] = []  # the handle, or what write_state raised
+    written: list[Any] = []  # the handle, or what write_state raised
 
     def write() -> None:
         try:
-            outcome.append(write_state(factory, blob, sizes=sizes))
+            written.append(write_state(factory, blob, sizes=sizes))
         except Exception as exc:
-            outcome.append(exc)
+            written.append(exc)
 
     finished = within(STRADDLING_SECONDS, write, name="ckptconform-STR-14")
     if not finished:
@@ -660,9 +661,9 @@ def test_large_state_in_writes_across_parts(sandbox, target, case):
     )
     require(finished, "STR-14", msg + f"\nnot written and committed within {STRADDLING_SECONDS} s")
     with tagged("STR-14", f"state written as {case}, read back", sandbox, sizes=sizes):
-        if isinstance(outcome[0], Exception):
-            raise outcome[0]
-        back = read_handle(outcome[0])
+        if isinstance(written[0], Exception):
+            raise written[0]
+        back = read_handle(written[0])
     assert len(back) == len(blob), msg + f"\n{len(back)} bytes read back, {len(blob)} written"
     assert back == blob, msg + f"\nthe first differing byte is at {_first_difference(back, blob)}"
 
@@ -750,11 +751,7 @@ def _part_number(query: str) -> int:
 #: flushed (within the limit), a write of SECOND bytes that passes the limit part-way, and one
 #: more write (a caller may ignore a failed write) before close_and_get_handle().
 STR15_CHILD = """
-from ckptstore.api import CheckpointedStateScope
-access = box["storage"].create_checkpoint_storage(box["job_id"])
-access.initialize_base_locations_for_checkpoint()
-location = access.initialize_location_for_checkpoint(1)
-factory = access.resolve_checkpoint_storage_location(1, location.location_reference)
+_, factory = _first_checkpoint(box)
 stream = factory.create_checkpoint_state_output_stream(CheckpointedStateScope.EXCLUSIVE)
 limit_file_size(box["limit"])
 out = {"write": outcome(lambda: stream.write(box["first"]))}
@@ -824,25 +821,15 @@ def test_a_stream_whose_part_upload_failed_gives_no_handle(sandbox, target, back
     backend.ledger.inject("UploadPart", status=403, code="AccessDenied", times=1)
     try:
         for n in range(12):  # on after a failure too: a caller may ignore a failed write
-            out[f"{n + 1}. write"] = _outcome(lambda n=n: stream.write(payload(MIB, seed=n)))
+            out[f"{n + 1}. write"] = outcome(lambda n=n: stream.write(payload(MIB, seed=n)))
     finally:
         backend.ledger.clear_faults()
-    out["close_and_get_handle"] = _outcome(stream.close_and_get_handle)
+    out["close_and_get_handle"] = outcome(stream.close_and_get_handle)
     stream.close()
     try:
         _check_no_handle_after_a_failed_write(sandbox, out, before, "a refused UploadPart")
     finally:
         open_uploads_below(sandbox, sandbox.root)  # none outlives the test
-
-
-def _outcome(call: Any) -> tuple[str, Any]:
-    """("returned", result), ("OSError", text) or ("raised", text) of ``call``."""
-    try:
-        return ("returned", call())
-    except OSError as error:
-        return ("OSError", f"{type(error).__name__}: {error}")
-    except Exception as error:
-        return ("raised", f"{type(error).__name__}: {error}")
 
 
 #: How STR-16 reads a handle to its end: each way must notice a file of another size.
