@@ -11,8 +11,8 @@ method), ``redaction`` (``redact``/``redact_text``: what ``repr``, errors and lo
 ``paths`` (Flink's Path normalisation), and three wings: ``stores`` (one adapter per store
 family behind one protocol, the registry of file systems, the raw operations, the S3 retry
 budget: ``retry_budget``), ``filesystem`` (the file-system storage: locations, streams,
-metadata, handles, pointers, layout, crash leftovers) and ``jobmanager`` (the JobManager
-storage).
+metadata, handles, pointers, layout, crash leftovers), ``jobmanager`` (the JobManager
+storage) and ``flink_metadata`` (Flink's ``_metadata`` format, read and written).
 """
 
 from __future__ import annotations
