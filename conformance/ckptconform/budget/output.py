@@ -395,7 +395,15 @@ def write_plot(document: Mapping[str, Any], path: Path) -> Path | None:
     )
     colours: dict[str, str] = {}
     caption = _draw_run(run_axes, document, colours)
-    run_axes.set_title(_title(document), fontsize=10, loc="left")
+    shape = document["shape"]
+    entropy = document.get("entropy_length") or 0
+    run_axes.set_title(
+        f"{document['target']['name']} on {str(document['backend']).split(' (')[0]}, "
+        f"{document['runner']}: {shape['tasks']} tasks x {shape['streams']} streams x "
+        f"{shape['checkpoints']} checkpoints" + (f", entropy {entropy}" if entropy else ""),
+        fontsize=10,
+        loc="left",
+    )
     _draw_projection(projection_axes, document, colours)
     projection_axes.set_title(
         "Projection: a phase's requests on its busiest prefix within one second, growing with P "
@@ -404,7 +412,8 @@ def write_plot(document: Mapping[str, Any], path: Path) -> Path | None:
         loc="left",
     )
     notes = [
-        "Shaded: the tasks of a checkpoint (orange) or a restore (blue); each spike is a burst.",
+        "Shaded: the task phase of a checkpoint or savepoint (orange) or a restore (blue): the job "
+        "is scheduled, every subtask prepares, then all start at one signal (the spike).",
         caption,
         str(document.get("verdict", "")),
     ]
