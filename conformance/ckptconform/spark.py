@@ -10,6 +10,8 @@ How the session is set up, and why:
 - Every task runs in a fresh Python worker (``spark.python.worker.reuse=false``): forked by the
   executor's PySpark daemon, it has never seen a storage, so no task inherits another's
   configuration, caches or registries. That is the hardest case a storage meets on a cluster.
+  A load run (``ckptconform budget``) asks for ``reuse_python_workers``: its own session reuses
+  them, as a TaskManager keeps its subtasks' process.
 - ``spark.task.maxFailures=1``: a failing task fails its job at once; Spark retrying it would
   hide a flaky storage.
 - Local masters stay on loopback (``SPARK_LOCAL_IP`` and the driver's host and bind address are
@@ -21,6 +23,10 @@ How the session is set up, and why:
 Tasks are module-level functions of ``ckptconform.workload`` applied to one item each (one
 partition per item); they return values, failures included, so a job fails only when Spark
 itself does (``SparkJobError``, with the first lines of the worker's exception).
+``run_together`` is a checkpoint's burst: one barrier-mode stage (``RDD.barrier()``) of one
+partition per slot, each playing its share of the subtasks on threads
+(``workload.play_together``), released when every partition has passed
+``BarrierTaskContext.barrier()``; with a slot per subtask, each partition is one subtask.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ __all__ = [
     "SparkUnavailableError",
     "is_local_master",
     "parse_spark_conf",
+    "split_evenly",
 ]
 
 DEFAULT_MASTER = "local-cluster[2,1,1024]"
@@ -111,9 +118,16 @@ def _own_import_path() -> list[str]:
 class SparkLeg:
     """The run's SparkSession: started once on first use, stopped at the end of the run."""
 
-    def __init__(self, master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        master: str = DEFAULT_MASTER,
+        conf: Mapping[str, str] | None = None,
+        *,
+        reuse_python_workers: bool = False,
+    ):
         self.master = (master or DEFAULT_MASTER).strip()
         self.conf = dict(conf or {})
+        self.reuse_python_workers = reuse_python_workers
         self.tasks_run = 0
         self.jobs_run = 0
         self.executor_ids: list[str] = []
@@ -182,7 +196,7 @@ class SparkLeg:
             .appName("ckptconform")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.python.worker.reuse", "false")
+            .config("spark.python.worker.reuse", str(self.reuse_python_workers).lower())
             .config("spark.task.maxFailures", "1")
             .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(_own_import_path()))
         )
@@ -253,14 +267,54 @@ class SparkLeg:
                 yield index, function(item)
 
         context = self._session.sparkContext
-        group = f"ckptconform-{self.jobs_run + 1}-{id(items):x}"
+        rdd = context.parallelize(indexed, len(indexed)).mapPartitions(apply)
+        return self._collect(rdd, len(indexed), timeout)
+
+    def run_together(
+        self,
+        function: Callable[[_T, Callable[[], None]], _R],
+        items: Sequence[_T],
+        timeout: float = JOB_TIMEOUT_SECONDS,
+    ) -> list[_R]:
+        """Every item's subtask at once: a barrier stage of one partition per slot.
+
+        Each partition plays its share of the items on threads (``play_together``), released
+        when all of them are ready and every partition has reached the stage's barrier.
+        """
+        self.start()
+        if not items:
+            return []
+        groups = split_evenly(list(enumerate(items)), min(self.slots(), len(items)))
+
+        def apply(partition: Any) -> Any:
+            from pyspark import BarrierTaskContext
+
+            from ckptconform.workload import play_together
+
+            barrier = BarrierTaskContext.get().barrier
+            for group in partition:
+                results = play_together(function, [item for _, item in group], barrier)
+                yield from zip((index for index, _ in group), results, strict=True)
+
+        context = self._session.sparkContext
+        rdd = context.parallelize(groups, len(groups)).barrier().mapPartitions(apply)
+        return self._collect(rdd, len(items), timeout)
+
+    def slots(self) -> int:
+        """How many tasks the cluster runs at once (its default parallelism)."""
+        self.start()
+        return max(1, int(self._session.sparkContext.defaultParallelism))
+
+    def _collect(self, rdd: Any, tasks: int, timeout: float) -> list[Any]:
+        """Collect ``(index, result)`` pairs of one job, cancelled after ``timeout`` seconds."""
+        context = self._session.sparkContext
+        group = f"ckptconform-{self.jobs_run + 1}-{id(rdd):x}"
         outcome: dict[str, Any] = {}
 
         def collect() -> None:
             context.setJobGroup(group, "ckptconform workload", interruptOnCancel=True)
             try:
-                rdd = context.parallelize(indexed, len(indexed))
-                outcome["pairs"] = rdd.mapPartitions(apply).collect()
+                outcome["pairs"] = rdd.collect()
             except Exception as exc:
                 outcome["error"] = exc
 
@@ -282,7 +336,7 @@ class SparkLeg:
             )
         with self._lock:
             self.jobs_run += 1
-            self.tasks_run += len(indexed)
+            self.tasks_run += tasks
         results = [result for _, result in sorted(outcome["pairs"], key=lambda pair: pair[0])]
         for result in results:
             pid = getattr(result, "pid", None)
@@ -338,6 +392,17 @@ def _shutdown_gateway() -> None:
             process.kill()
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+def split_evenly(items: Sequence[_T], parts: int) -> list[list[_T]]:
+    """``items`` in ``parts`` contiguous groups whose sizes differ by at most one."""
+    size, extra = divmod(len(items), max(1, parts))
+    groups, start = [], 0
+    for part in range(max(1, parts)):
+        end = start + size + (1 if part < extra else 0)
+        groups.append(list(items[start:end]))
+        start = end
+    return [group for group in groups if group]
 
 
 def _first_lines(text: str, count: int) -> str:

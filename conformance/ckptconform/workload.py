@@ -9,16 +9,21 @@ state was written from. ``Coordinator`` plays the driver's part through ``ckptst
 
 Everything here is plain data and functions of the contract, so any runner executes it: a runner
 is an object with ``run(function, items) -> results`` (``ckptconform.spark.SparkLeg`` on a
-cluster, ``ThreadRunner`` in this process). Failures inside a task come back as values
-(``TaskFailure``: the step, the exception's type and message), not as exceptions through the
-runner: a failed Spark job is a JVM stack trace in which the one line that matters is buried.
+cluster, ``ThreadRunner`` in this process) and ``run_together(function, items)``, the burst of a
+checkpoint: every subtask prepares (unpickles its storage, resolves its location), then all start
+their uploads at one signal, as subtasks do after a checkpoint barrier (``play_together``).
+Failures inside a task come back as values (``TaskFailure``: the step, the exception's type and
+message), not as exceptions through the runner: a failed Spark job is a JVM stack trace in which
+the one line that matters is buried.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -53,8 +58,10 @@ __all__ = [
     "metadata_states",
     "payload",
     "plan_streams",
+    "play_together",
     "read_plans",
     "read_subtask",
+    "warm_subtask",
     "write_subtask",
 ]
 
@@ -65,6 +72,9 @@ KINDS = (EXCLUSIVE_STATE, SHARED_STATE, TASK_OWNED_STATE)
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
+
+#: How long the subtasks of a burst wait for each other at the start signal.
+START_TIMEOUT_SECONDS = 300.0
 
 
 def payload(size: int, seed: int = 0) -> bytes:
@@ -251,10 +261,12 @@ def _process_ids() -> tuple[int, int]:
     return os.getpid(), os.getppid()
 
 
-def write_subtask(plan: SubtaskPlan) -> TaskReport:
+def write_subtask(plan: SubtaskPlan, ready: Callable[[], None] | None = None) -> TaskReport:
     """Run one subtask: unpickle the storage, resolve the location, write every stream.
 
-    Streams are written from ``plan.threads`` threads at once; each returns its handle pickled.
+    ``ready`` (from ``play_together``) is called once the location is resolved and returns at
+    the burst's start signal. Streams are written from ``plan.threads`` threads at once; each
+    returns its handle pickled.
     """
     started = time.monotonic()
     pid, ppid = _process_ids()
@@ -268,6 +280,8 @@ def write_subtask(plan: SubtaskPlan) -> TaskReport:
             f"resolve_checkpoint_storage_location({plan.checkpoint_id}, {plan.reference!r})"
         ):
             factory = access.resolve_checkpoint_storage_location(plan.checkpoint_id, plan.reference)
+        if ready is not None:
+            ready()
 
         def write_one(spec: StreamSpec) -> StateRecord:
             with _step(f"write {spec.describe()}"):
@@ -297,6 +311,17 @@ def write_subtask(plan: SubtaskPlan) -> TaskReport:
     return TaskReport(plan.index, pid, ppid, tuple(states), failure, time.monotonic() - started)
 
 
+def warm_subtask(storage: bytes, ready: Callable[[], None] | None = None) -> int:
+    """Unpickle a storage in a task's process, as a TaskManager has before its first checkpoint.
+
+    Sends no request (the storage travels as its configuration); returns the process id.
+    """
+    if ready is not None:
+        ready()
+    pickle.loads(storage)
+    return os.getpid()
+
+
 def _configure_process(environ: Sequence[tuple[str, str]]) -> None:
     """Set process-wide configuration as if the process had started with it."""
     for key, value in environ:
@@ -307,8 +332,11 @@ def _configure_process(environ: Sequence[tuple[str, str]]) -> None:
         fsspec_config.set_conf_env(fsspec_config.conf)
 
 
-def read_subtask(plan: ReadPlan) -> ReadReport:
-    """Restore side of a task: configure the process, then read and check every handle."""
+def read_subtask(plan: ReadPlan, ready: Callable[[], None] | None = None) -> ReadReport:
+    """Restore side of a task: configure the process, then read and check every handle.
+
+    ``ready`` (from ``play_together``) is called before the first read.
+    """
     started = time.monotonic()
     pid, ppid = _process_ids()
     results: list[ReadResult] = []
@@ -318,6 +346,8 @@ def read_subtask(plan: ReadPlan) -> ReadReport:
         if plan.storage is not None:
             with _step("unpickle the storage shipped to the task"):
                 pickle.loads(plan.storage)
+        if ready is not None:
+            ready()
         for record in plan.states:
             results.append(_read_one(record))
         failure = None
@@ -360,10 +390,62 @@ def _read_one(record: StateRecord) -> ReadResult:
 # --------------------------------------------------------------------------- runners
 
 
+#: A subtask function of a burst: ``function(item, ready)``, ``ready()`` at its start.
+TogetherFunction = Callable[[_T, Callable[[], None]], _R]
+
+
 class Runner(Protocol):
     """Runs a module-level function over items, one task per item, results in item order."""
 
     def run(self, function: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]: ...
+
+    def run_together(self, function: TogetherFunction[_T, _R], items: Sequence[_T]) -> list[_R]:
+        """Every item's subtask at once, started by one signal (``play_together``)."""
+        ...
+
+
+class _Gate:
+    """One subtask's way through the start signal: the first call waits, later ones return."""
+
+    def __init__(self, barrier: threading.Barrier) -> None:
+        self._barrier = barrier
+        self._passed = False
+
+    def __call__(self) -> None:
+        if self._passed:
+            return
+        self._passed = True
+        # a rendezvous that failed or timed out: the subtasks start unsynchronised
+        with contextlib.suppress(threading.BrokenBarrierError):
+            self._barrier.wait()
+
+
+def play_together(
+    function: TogetherFunction[_T, _R],
+    items: Sequence[_T],
+    rendezvous: Callable[[], None] | None = None,
+    timeout: float = START_TIMEOUT_SECONDS,
+) -> list[_R]:
+    """Run ``function(item, ready)`` for every item on a thread of its own, all released at once.
+
+    Each subtask prepares, then calls ``ready()``; when every one has, ``rendezvous`` (a cluster's
+    barrier across processes, e.g. Spark's ``BarrierTaskContext.barrier``) runs once and all are
+    released together: the burst that follows a checkpoint barrier. A subtask that fails before
+    it is ready still arrives, so the others are never kept waiting.
+    """
+    if not items:
+        return []
+    barrier = threading.Barrier(len(items), action=rendezvous, timeout=timeout)
+
+    def play(item: _T) -> _R:
+        gate = _Gate(barrier)
+        try:
+            return function(item, gate)
+        finally:
+            gate()
+
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        return list(pool.map(play, items))
 
 
 class ThreadRunner:
@@ -375,6 +457,10 @@ class ThreadRunner:
     def run(self, function: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
         with ThreadPoolExecutor(max_workers=max(1, self.parallelism)) as pool:
             return list(pool.map(function, items))
+
+    def run_together(self, function: TogetherFunction[_T, _R], items: Sequence[_T]) -> list[_R]:
+        """Every subtask on a thread of this process, released by one start signal."""
+        return play_together(function, items)
 
 
 # --------------------------------------------------------------------------- the coordinator
@@ -421,6 +507,10 @@ class Coordinator:
         self.access = self.storage.create_checkpoint_storage(self.job_id)
         self._blob = pickle.dumps(self.storage)
 
+    def warm_up(self) -> None:
+        """Start every subtask's process and load the storage there (no request is sent)."""
+        self.runner.run_together(warm_subtask, [self._blob] * self.tasks)
+
     def init_base(self) -> None:
         self.access.initialize_base_locations_for_checkpoint()
 
@@ -444,10 +534,18 @@ class Coordinator:
             for i in range(self.tasks)
         ]
 
-    def write(self, checkpoint_id: int, location: Any, seed: int | None = None) -> CheckpointRun:
-        """Run the subtasks of one checkpoint on the runner (no finalization)."""
+    def write(
+        self, checkpoint_id: int, location: Any, seed: int | None = None, *, burst: bool = False
+    ) -> CheckpointRun:
+        """Run the subtasks of one checkpoint on the runner (no finalization).
+
+        ``burst``: all subtasks start their uploads at one signal (``Runner.run_together``).
+        """
         plans = self.plans(checkpoint_id, location, checkpoint_id if seed is None else seed)
-        reports = self.runner.run(write_subtask, plans)
+        if burst:
+            reports = self.runner.run_together(write_subtask, plans)
+        else:
+            reports = self.runner.run(write_subtask, plans)
         return CheckpointRun(checkpoint_id, location, list(reports))
 
     def checkpoint_location(self, checkpoint_id: int) -> Any:

@@ -1,6 +1,7 @@
 """``ckptconform budget`` end to end on moto, tasks on threads (the Spark runner is the same
 workload on executors): the reference within the default budgets, a broken storage with a HEAD
-per stream named by the gate, a baseline catching growth, faults with retries shown."""
+per stream named by the gate and failing a parallelism target the reference meets, a baseline
+catching growth, faults with retries shown, throttling at the checkpoint burst."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from ckptconform.budget.limits import DEFAULT_BUDGETS, first_attempts
 from tests.meta.suite_runner import BROKEN_DIR
 
 pytest.importorskip("moto", reason="the budget gate needs moto (the s3 extra)")
-SMALL = ["--runner=threads", "--tasks=6", "--streams=3", "--checkpoints=2", "--parallelism=4"]
+SMALL = ["--runner=threads", "--tasks=6", "--streams=3", "--checkpoints=2"]
+#: S3's per-prefix limits only: the parallelism gate alone decides
+LIMITS_ONLY = "[peak_per_second_per_prefix]\nwrite = 3500\nread = 5500\n"
 
 
 def _budget(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
@@ -49,6 +52,13 @@ def test_reference_within_the_default_budgets(tmp_path):
             assert phase["operations"] == {"PutObject": 1}, phase
     assert "checkpoint 2: tasks" in run.stdout
     assert "every phase completed: True" in run.stdout
+    assert run.stdout.rstrip().splitlines()[-1].startswith("budget: PASS — every phase within")
+    assert document["verdict"] in (tmp_path / "out" / "budget.md").read_text()
+    rows = {(r["phase"], r["operation"]): r for r in document["projection"]["rows"]}
+    assert set(rows) == {
+        ("checkpoint", "PutObject"), ("savepoint", "PutObject"), ("restore", "GetObject")
+    }  # fmt: skip
+    assert all(r["whole_class"] and r["parallelism"] == 6 for r in rows.values())
 
 
 def test_a_head_per_stream_exceeds_the_default_budget(tmp_path):
@@ -56,6 +66,61 @@ def test_a_head_per_stream_exceeds_the_default_budget(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     assert "EXCEEDED checkpoint 1: tasks: HeadObject" in run.stdout
     assert any(v["metric"] == "HeadObject" for v in document["violations"])
+
+
+def test_a_parallelism_target_fails_an_extra_head_per_file_where_the_reference_passes(tmp_path):
+    """A HEAD per state file multiplies the reads on one prefix: at parallelism 3,000 they pass
+    S3's 5,500 reads per second per prefix, while the reference stays within both limits."""
+    (tmp_path / "limits.toml").write_text(LIMITS_ONLY)
+    limits = f"--budgets={tmp_path / 'limits.toml'}"
+    target = ["--parallelism-target=3000", limits, "--no-plot"]
+    run, reference = _budget(tmp_path / "ref", "--impl=ckptstore", *SMALL, *target)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert reference["projection"]["parallelism_target"] == 3000
+    assert "at parallelism 3,000 the peak is" in run.stdout.splitlines()[-1]
+    run, broken = _budget(tmp_path / "broken", "--impl=ckptbroken.head_before_stream", *SMALL,
+                          *target)  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert broken["violations"]
+    for violation in broken["violations"]:  # the checkpoint's and the savepoint's tasks
+        assert violation["source"] == "projection"
+        assert violation["metric"].startswith("projected reads/s per prefix (checkpoints/<job>/")
+        assert violation["actual"] > violation["limit"] == 5500
+    last = run.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("budget: FAIL — at parallelism 3,000 the projected peak is "), last
+    assert "reads/s per prefix in the checkpoint tasks, over S3's limit of 5,500" in last
+
+    def reads_limit(document: dict) -> int:
+        return min(
+            r["limit_parallelism"]
+            for r in document["projection"]["rows"]
+            if r["whole_class"] and r["limit_class"] == "read"
+        )
+
+    assert reads_limit(broken) < 3000 <= reads_limit(reference)
+    assert "| OVER |" in (tmp_path / "broken" / "out" / "budget.md").read_text()
+
+
+def test_throttling_at_the_burst_is_recovered_and_timed(tmp_path):
+    """Two PUTs per second per prefix: the checkpoint's burst is answered SlowDown, retried."""
+    run, document = _budget(tmp_path, "--impl=ckptstore", *SMALL, "--throttle=PutObject:2")
+    assert run.returncode == 0, run.stdout + run.stderr
+    bursts = [p for p in document["phases"] if p["kind"] == "worker"]
+    assert any(p["throttled"] for p in bursts), bursts
+    for phase in bursts:
+        if phase["throttled"]:
+            assert phase["retried"] >= phase["throttled"]
+            assert phase["recovery_seconds"] > 0
+    assert "every phase completed under the faults" in run.stdout.splitlines()[-1]
+
+
+def test_entropy_injection_spreads_the_checkpoint_over_prefixes(tmp_path):
+    run, document = _budget(tmp_path, "--impl=ckptstore", *SMALL, "--entropy-length=4",
+                            "--no-plot")  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    (row,) = [r for r in document["projection"]["rows"] if r["phase"] == "checkpoint"]
+    assert row["prefixes"] > 3, row
+    assert row["busiest_share"] < 0.4, row
 
 
 def test_a_baseline_fails_a_run_whose_counts_grew(tmp_path):
@@ -118,6 +183,9 @@ def test_usage_errors_exit_4(tmp_path):
     run, _ = _budget(tmp_path, "--list-page-size=0", "--impl=ckptstore")
     assert run.returncode == 4
     assert "--list-page-size must be at least 1" in run.stderr
+    run, _ = _budget(tmp_path, "--parallelism-target=0", "--impl=ckptstore")
+    assert run.returncode == 4
+    assert "--parallelism-target must be at least 1" in run.stderr
 
 
 def test_same_workload_same_counts_on_moto_and_s3rver(tmp_path):

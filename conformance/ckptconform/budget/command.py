@@ -1,17 +1,23 @@
 """``ckptconform budget``: run the request-budget workload and gate it against budgets.
 
     ckptconform budget --impl ckptstore [--backend moto|s3] [--tasks 64 --streams 4
-        --checkpoints 5] [--runner auto|spark|threads] [--budgets FILE] [--baseline FILE]
-        [--write-baseline FILE] [--fault OP:RATE:KIND[:KEY]] [--throttle OPS:PER_SECOND]
+        --checkpoints 5] [--runner auto|spark|threads] [--parallelism-target P]
+        [--entropy-length N] [--budgets FILE] [--baseline FILE] [--write-baseline FILE]
+        [--fault OP:RATE:KIND[:KEY]] [--throttle OPS:PER_SECOND[:PREFIX_DEPTH]]
         [--list-page-size N] [--out DIR]
 
-It prints a progress bar while the workload runs, then one table row per phase (requests by
-operation, the busiest second per key prefix, bytes moved, failed and retried requests), and
-writes ``budget.json`` and ``budget.png`` (requests per second by operation over time, with the
-per-prefix limits drawn) into ``--out``. The exit code is 0 when every phase completed and no
-budget or baseline was exceeded, 1 otherwise (each violation printed with the limit, the figure
-and the excess), 4 for a usage error. With injected faults or throttles the gate is that every
-phase completes; what recovery costs is printed against the budgets but not gated.
+The tasks of a checkpoint start their uploads together, as subtasks do after a checkpoint
+barrier (a Spark barrier stage, or threads released by one signal). It prints a progress bar
+while the workload runs, then one table row per phase (requests by operation, the busiest
+second per key prefix, bytes moved, failed and retried requests), the projection to S3's
+per-prefix limits (``ckptconform.budget.projection``: the peak per prefix at parallelism P and
+the parallelism at which each operation reaches the limit) and a verdict line, and writes
+``budget.json``, ``budget.md`` and ``budget.png`` into ``--out``. The exit code is 0 when every
+phase completed, no budget or baseline was exceeded and, with ``--parallelism-target``, no
+projected peak exceeds S3's limit; 1 otherwise (each violation printed with the limit, the
+figure and the excess), 4 for a usage error. With injected faults or throttles the budgets are
+not gated (what recovery costs is shown), but every phase must complete and the parallelism
+target still holds.
 
 Fault kinds: ``503`` (SlowDown), ``500`` (InternalError), ``drop`` (connection dropped before
 the server acts), ``drop-after-commit`` and ``500-after-commit`` (the server acts, the answer
@@ -42,6 +48,11 @@ FAULT_KINDS: dict[str, dict[str, Any]] = {
     "hang": {"delay": 30.0},
     "denied-per-key": {"per_key": True, "code": "AccessDenied"},
 }
+
+
+#: The target option that names the entropy marker, and the marker the budget run uses.
+ENTROPY_KEY = "entropy_key"
+ENTROPY_MARKER = "_entropy_"
 
 
 class UsageError(Exception):
@@ -122,12 +133,40 @@ def _parser() -> argparse.ArgumentParser:
         "start here (auto, the default)",
     )
     parser.add_argument("--spark-master", default=None, help="Spark master (as for the suite)")
-    parser.add_argument("--parallelism", type=int, default=8, help="threads of the threads runner")
+    parser.add_argument("--parallelism", type=int, default=8, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--parallelism-target",
+        type=int,
+        default=None,
+        metavar="P",
+        help="fail when the peak per key prefix projected for a job of parallelism P exceeds "
+        "S3's limits (3,500 writes, 5,500 reads per second per prefix); default: project to "
+        "--tasks without gating",
+    )
+    parser.add_argument(
+        "--entropy-length",
+        type=int,
+        default=0,
+        metavar="N",
+        help="inject N random characters into each state file's path (entropy_key; targets "
+        "that declare it), spreading files over prefixes; 0 (default): none",
+    )
     parser.add_argument("--budgets", help="TOML budget file (default: the built-in budgets)")
     parser.add_argument("--baseline", help="an earlier budget.json: fail when a count grows")
     parser.add_argument("--write-baseline", help="also write this run's figures to this file")
-    parser.add_argument("--fault", action="append", default=[], help="OP[,OP]:RATE:KIND[:KEY]")
-    parser.add_argument("--throttle", action="append", default=[], help="OP[,OP]:PER_SECOND")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        help="OP[,OP]:RATE:KIND[:KEY]; KIND one of " + ", ".join(FAULT_KINDS),
+    )
+    parser.add_argument(
+        "--throttle",
+        action="append",
+        default=[],
+        help="OP[,OP]:PER_SECOND[:PREFIX_DEPTH]: answer 503 SlowDown beyond PER_SECOND per key "
+        "prefix (its directory, or its first PREFIX_DEPTH segments; 0: the bucket)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the faults at a rate (0)")
     parser.add_argument(
         "--list-page-size",
@@ -161,8 +200,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(options: argparse.Namespace) -> int:
     from ckptconform.backends import BackendPool, BackendSettings
     from ckptconform.budget.limits import evaluate, load_budgets, regressions
-    from ckptconform.budget.output import render_table, write_plot
+    from ckptconform.budget.output import (
+        render_markdown,
+        render_projection,
+        render_table,
+        verdict,
+        write_plot,
+    )
     from ckptconform.budget.phases import BudgetRun, Shape
+    from ckptconform.budget.projection import S3_LIMITS, gate, project
     from ckptconform.progress import Progress
     from ckptconform.sandbox import UNCONDITIONAL_METADATA, server_options
     from ckptconform.target import TargetError, load_target
@@ -172,6 +218,10 @@ def _run(options: argparse.Namespace) -> int:
     for name in ("tasks", "streams", "checkpoints", "threads", "parallelism"):
         if getattr(options, name) < 1:
             raise UsageError(f"--{name} must be at least 1")
+    if options.parallelism_target is not None and options.parallelism_target < 1:
+        raise UsageError("--parallelism-target must be at least 1")
+    if options.entropy_length < 0:
+        raise UsageError("--entropy-length must be at least 0")
     if options.list_page_size is not None and options.list_page_size < 1:
         raise UsageError("--list-page-size must be at least 1")
     budgets = load_budgets(options.budgets)
@@ -182,6 +232,8 @@ def _run(options: argparse.Namespace) -> int:
         target = load_target(options.impl)
     except TargetError as exc:
         raise UsageError(str(exc)) from None
+    if options.entropy_length and not target.supports_option(ENTROPY_KEY):
+        raise UsageError(f"--entropy-length: target {target.name} declares no {ENTROPY_KEY}")
 
     settings = BackendSettings(s3_endpoint=options.s3_endpoint, s3_bucket=options.s3_bucket)
     pool = BackendPool([options.backend], settings)
@@ -203,10 +255,16 @@ def _run(options: argparse.Namespace) -> int:
             storage_options.update(server_options(backend))
         if inline:
             storage_options["inline_threshold"] = options.inline_threshold
+        checkpoints = f"{root}/checkpoints"
+        if options.entropy_length:
+            checkpoints = f"{root}/{ENTROPY_MARKER}/checkpoints"
+            storage_options.update(
+                {ENTROPY_KEY: ENTROPY_MARKER, "entropy_length": options.entropy_length}
+            )
 
         def make_storage() -> Any:
             return target.make_storage(
-                checkpoint_dir=f"{root}/checkpoints",
+                checkpoint_dir=checkpoints,
                 savepoint_dir=f"{root}/savepoints",
                 options=storage_options,
             )
@@ -226,6 +284,10 @@ def _run(options: argparse.Namespace) -> int:
             if options.list_page_size
             else contextlib.nullcontext()
         )
+        if spark is not None:
+            # started before the run's clock: the plot and the phases show the workload only
+            print(f"ckptconform budget: starting Spark ({spark.master})", file=sys.stderr)
+            spark.start()
         with pages, Progress("budget", shape.phase_count()) as progress:
             run = BudgetRun(
                 make_storage,
@@ -241,6 +303,11 @@ def _run(options: argparse.Namespace) -> int:
         violations = evaluate(phases, budgets)
         if baseline is not None:
             violations += regressions(phases, baseline, f"baseline {options.baseline}")
+        limits = {**S3_LIMITS, **budgets.get("peak_per_second_per_prefix", {})}
+        projections = project(phases, shape.tasks, limits)
+        parallelism = options.parallelism_target or shape.tasks
+        beyond = gate(projections, parallelism) if options.parallelism_target else []
+        gated = not (faults or throttles)
         document = {
             "format": "ckptconform-budget/1",
             "target": {"name": target.name, "spec": target.spec, "version": target.version},
@@ -253,31 +320,47 @@ def _run(options: argparse.Namespace) -> int:
             "list_page_size": options.list_page_size,
             "budgets": budgets,
             "baseline": options.baseline,
+            "entropy_length": options.entropy_length,
             "totals": run.totals(),
             "phases": phases,
             "violations": [
-                {**vars_of(v), "excess": v.excess, "text": v.describe()} for v in violations
+                {**vars_of(v), "excess": v.excess, "text": v.describe()}
+                for v in [*violations, *beyond]
             ],
+            "projection": {
+                "parallelism": parallelism,
+                "parallelism_target": options.parallelism_target,
+                "limits": limits,
+                "tasks": shape.tasks,
+                "rows": [p.row(parallelism) for p in projections],
+            },
             # Under injected faults a storage must complete every phase; the requests it spends
             # recovering (retries, checks after a lost answer) are shown, not gated.
-            "gated_on_budgets": not (faults or throttles),
-            "passed": run.completed and (bool(faults or throttles) or not violations),
+            "gated_on_budgets": gated,
+            "passed": run.completed and (not gated or not violations) and not beyond,
         }
+        document["verdict"] = verdict(document, projections, violations, beyond)
         out = Path(options.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "budget.json").write_text(json.dumps(document, indent=2) + "\n")
         if options.write_baseline:
             Path(options.write_baseline).write_text(json.dumps(document, indent=2) + "\n")
         plot = None if options.no_plot else write_plot(document, out / "budget.png")
+        (out / "budget.md").write_text(render_markdown(document, plot))
         print(render_table(document))
-        print(f"\nbudget.json: {out / 'budget.json'}" + (f"; plot: {plot}" if plot else ""))
+        print()
+        print(render_projection(document))
+        print(
+            f"\nreport: {out / 'budget.md'}; {out / 'budget.json'}" + (f"; {plot}" if plot else "")
+        )
         if not run.completed:
             print("FAILED: not every phase completed (see 'problem' in the table above)")
-        label = (
-            "EXCEEDED" if document["gated_on_budgets"] else "over budget under faults (not gated):"
-        )
+        label = "EXCEEDED" if gated else "over budget under faults (not gated):"
         for violation in violations:
             print(f"{label} {violation.describe()}")
+        for violation in beyond:
+            print(f"EXCEEDED {violation.describe()}")
+        print(document["verdict"])
         return 0 if document["passed"] else 1
     finally:
         if spark is not None:
@@ -311,12 +394,12 @@ def _runner(options: argparse.Namespace) -> tuple[Any, str, Any]:
 
     threads = ThreadRunner(options.parallelism)
     if options.runner == "threads":
-        return threads, f"threads ({options.parallelism})", None
-    spark = SparkLeg(options.spark_master or DEFAULT_MASTER)
+        return threads, "threads", None
+    spark = SparkLeg(options.spark_master or DEFAULT_MASTER, reuse_python_workers=True)
     reason = spark.availability()
     if reason is None:
         return spark, f"spark ({spark.master})", spark
     if options.runner == "spark":
         raise UsageError(f"--runner=spark: {reason}")
     print(f"ckptconform budget: Spark is not available ({reason}); tasks run as threads")
-    return threads, f"threads ({options.parallelism}; Spark: {reason})", None
+    return threads, f"threads (Spark: {reason})", None

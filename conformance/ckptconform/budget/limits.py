@@ -127,6 +127,11 @@ class Violation:
         return self.actual - self.limit
 
     def describe(self) -> str:
+        if self.source == "projection":
+            return (
+                f"{self.phase}: {self.metric} = {self.actual:,g}, S3's limit {self.limit:,g} "
+                f"(+{self.excess:,g})"
+            )
         against = "baseline" if self.source != "budget" else "budget"
         return (
             f"{self.phase}: {self.metric} = {self.actual:g}, {against} {self.limit:g} "

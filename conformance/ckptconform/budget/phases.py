@@ -4,18 +4,22 @@
 storage on an S3 backend with a request ledger and records every request of every phase:
 
 - ``setup``: ``initialize_base_locations_for_checkpoint``, once per job;
-- per checkpoint ``n``: ``worker`` (the tasks: unpickle, resolve, write every stream) and
+- per checkpoint ``n``: ``worker`` (the tasks: unpickle, resolve, then, all at one start signal
+  as after a checkpoint barrier, write every stream: the checkpoint's burst) and
   ``coordinator`` (initialize the location, write and finalize ``_metadata``); checkpoints keep
   referencing the shared state of earlier ones, as incremental state backends do, and a
   checkpoint older than the retained ones is disposed in a ``dispose`` phase;
 - ``restore``: ``restore_coordinator`` (a fresh storage resolves the latest pointer and reads
-  ``_metadata``) and ``restore_worker`` (tasks read every handle and check every byte);
+  ``_metadata``) and ``restore_worker`` (tasks, started together, read every handle and check
+  every byte);
 - a savepoint, written by the tasks into a savepoint location and restored the same way.
 
 Each phase's figures (``Phase.figures``) are plain JSON: requests by operation, the busiest
-second per operation and per key prefix (split into writes and reads, AWS's two limits), bytes
-moved, failed and retried requests, whether the phase completed. ``ckptconform.budget.limits`` holds
-them against limits and a baseline.
+second per operation and per key prefix (split into writes and reads, AWS's two limits), first
+attempts by operation and key prefix (``ckptconform.budget.projection`` projects them to other
+parallelisms), the burst's window (first to last request), bytes moved, failed and retried
+requests, how long recovery from throttling took, whether the phase completed.
+``ckptconform.budget.limits`` holds them against limits and a baseline.
 """
 
 from __future__ import annotations
@@ -102,6 +106,10 @@ class Phase:
             prefix_peaks[label] = max(peaks.values(), default=0)
         top = Recording(all_requests=list(self.requests)).peak_per_second(by=request_prefix)
         series = recording.per_second(start=origin)
+        retried = {id(r) for r in recording.retries()}
+        first = Recording(all_requests=[r for r in recording.requests if id(r) not in retried])
+        times = sorted(r.time for r in recording.requests)
+        throttled = [r.time for r in recording.requests if r.fault and "SlowDown" in r.fault]
         return {
             "name": self.name,
             "kind": self.kind,
@@ -124,8 +132,35 @@ class Phase:
             ),
             "completed": self.completed,
             "problem": self.problem,
+            "started": round(self.started - origin, 3),
+            "finished": round(self.finished - origin, 3),
+            "first_request": round(times[0] - origin, 3) if times else None,
+            "window_seconds": round(times[-1] - times[0], 3) if times else None,
+            "recovery_seconds": round(times[-1] - min(throttled), 3) if throttled else None,
+            "by_prefix": _by_prefix(first),
+            "peak_per_second_by_prefix": _prefix_peaks(first),
             "series": {op: dict(sorted(c.items())) for op, c in sorted(series.items())},
+            "timeline": [[round(r.time - origin, 3), r.operation] for r in recording.requests],
         }
+
+
+def _by_prefix(recording: Recording) -> dict[str, dict[str, int]]:
+    """First attempts by operation and key prefix: ``{operation: {prefix: count}}``."""
+    counts: dict[str, Counter[str]] = {}
+    for request in recording.requests:
+        counts.setdefault(request.operation, Counter())[request_prefix(request)] += 1
+    return {op: dict(c.most_common()) for op, c in sorted(counts.items())}
+
+
+def _prefix_peaks(recording: Recording) -> dict[str, int]:
+    """The busiest second of one key prefix, per operation (first attempts)."""
+    peaks: dict[str, int] = {}
+    for group, count in recording.peak_per_second(
+        by=lambda r: f"{r.operation} {request_prefix(r)}"
+    ).items():
+        operation = group.split(" ", 1)[0]
+        peaks[operation] = max(peaks.get(operation, 0), count)
+    return dict(sorted(peaks.items()))
 
 
 class BudgetRun:
@@ -188,6 +223,10 @@ class BudgetRun:
             threshold=shape.inline_threshold,
             kinds=self.kinds,
         )
+        # the tasks' processes start before the run's clock, as a job's do before its first
+        # checkpoint; warming sends no request
+        coord.warm_up()
+        self.started = time.time()
         self._phase("setup", "setup", None, lambda _: coord.init_base())
         finished: list[CheckpointRun] = []
         carried: list[StateRecord] = []
@@ -248,7 +287,7 @@ class BudgetRun:
 
     def _tasks(self, coord: Coordinator, name: str, n: int, location: Any) -> CheckpointRun | None:
         def step(phase: Phase) -> CheckpointRun:
-            run = coord.write(n, location)
+            run = coord.write(n, location, burst=True)
             phase.file_streams = sum(1 for s in run.states if file_backed(s))
             if run.failures:
                 first = run.failures[0]
@@ -275,7 +314,7 @@ class BudgetRun:
         def read(phase: Phase) -> None:
             phase.file_handles = sum(1 for s in states if file_backed(s))
             plans = read_plans(states, self.shape.tasks, storage=pickle.dumps(fresh))
-            reports = self.runner.run(read_subtask, plans)
+            reports = self.runner.run_together(read_subtask, plans)
             problems = [r.failure.describe() for r in reports if r.failure]
             problems += [
                 f"{x.spec.describe()}: {x.status}: {x.detail}"
