@@ -38,8 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--backend",
         default=None,
-        help="comma-separated backends: local, memory, moto, minio, s3 "
-        "(default: local,memory,moto)",
+        help="comma-separated legs: local, memory, moto, sftp, minio, s3rver, s3, and spark for "
+        "the Spark leg (default: local,memory,moto,spark; 'pytest --impl=X --help' lists the "
+        "suite's other options, which ckptconform passes on)",
     )
     parser.add_argument(
         "--report-dir",

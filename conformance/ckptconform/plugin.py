@@ -7,7 +7,8 @@ suite without ``--impl`` is a usage error). With ``--impl`` it:
 - loads and validates the target (any problem is a usage error, exit code 4);
 - collects the installed suite when no test paths were given;
 - parametrizes ``backend`` over ``--backend`` and provides ``target``, ``backend``,
-  ``sandbox``, ``ledger`` and ``spark`` (the run's Spark leg, ``--spark-master``);
+  ``sandbox``, ``ledger`` and ``spark`` (the run's Spark leg, when ``--backend`` selects
+  ``spark``; ``--spark-master``);
 - skips, with a reason (``ckptconform.policy``), a test whose clauses or ``requires`` marker
   need an unclaimed capability, that needs an option key the target does not declare (its
   capabilities' keys and its ``options`` marker), whose backend scheme the target does not
@@ -20,6 +21,7 @@ suite without ``--impl`` is a usage error). With ``--impl`` it:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import importlib.util
 import json
@@ -39,7 +41,16 @@ import pytest
 
 from ckptconform import __version__
 from ckptconform.failures import clauses_of
-from ckptconform.policy import SPARK_LEG, TRAITS, Offer, needs_of, skip_reason, storage_options_skip
+from ckptconform.policy import (
+    DEFAULT_LEGS,
+    SPARK_LEG,
+    SPARK_NOT_SELECTED,
+    TRAITS,
+    Offer,
+    needs_of,
+    skip_reason,
+    storage_options_skip,
+)
 from ckptconform.profiles import PROFILES, default_profile, register_profiles
 from ckptconform.report import PROP_FAILED, PROP_KIND, blamed_clauses
 
@@ -124,10 +135,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--backend",
         metavar="NAMES",
-        default="local,memory,moto",
-        help="comma-separated backends to run on: local, memory, moto, minio, s3rver, s3, a name "
-        "registered in the entry-point group ckptconform.backends, or MODULE:CLASS "
-        "(default: local,memory,moto)",
+        default=None,
+        help="comma-separated legs to run on: local, memory, moto, sftp, minio, s3rver, s3, a "
+        "name registered in the entry-point group ckptconform.backends, MODULE:CLASS, and "
+        f"spark for the Spark leg (default: {','.join(DEFAULT_LEGS)})",
     )
     group.addoption("--s3-endpoint", metavar="URL", help="endpoint of the 's3' backend")
     group.addoption(
@@ -142,15 +153,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--require-legs",
         metavar="NAMES",
         default="",
-        help="comma-separated legs that must run (backends, or 'spark' for the Spark leg): if "
-        "one cannot, that is an error, not a skip",
+        help="comma-separated legs that must run (of those --backend selects, spark "
+        "included): if one cannot, that is an error, not a skip",
     )
     group.addoption(
         "--spark-master",
         metavar="MASTER",
         default=None,
-        help="Spark master of the Spark leg (SPK clauses): local-cluster[N,C,M], local[N] or a "
-        "cluster URL; 'none' turns the leg off (default: local-cluster[2,1,1024])",
+        help="Spark master of the Spark leg (SPK clauses; the leg runs when --backend selects "
+        "spark): local-cluster[N,C,M], local[N] or a cluster URL; 'none' turns the leg off "
+        "(default: local-cluster[2,1,1024])",
     )
     group.addoption(
         "--spark-conf",
@@ -202,6 +214,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
     impl = config.getoption("impl", None)
+    if config.getoption("help", False):
+        # `pytest --impl=mypkg --help` shows the options even while mypkg does not import yet
+        return
     if not impl:
         # Not a suite run; still honour HYPOTHESIS_PROFILE=<one of ours> (tox sets it).
         env_profile = os.environ.get("HYPOTHESIS_PROFILE", "").strip()
@@ -219,6 +234,11 @@ def pytest_configure(config: pytest.Config) -> None:
         # `pytest --impl=X` with no paths runs the installed suite, from any directory.
         config.args = [str(state.suite)]
         config.args_source = pytest.Config.ArgsSource.ARGS
+
+
+def _selected_legs(value: str | None) -> list[str]:
+    """The legs ``--backend`` selects, in its order; without it, ``DEFAULT_LEGS``."""
+    return list(dict.fromkeys(_split(value) if value is not None else DEFAULT_LEGS))
 
 
 def _cli_profile(config: pytest.Config) -> str | None:
@@ -253,9 +273,11 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
     except TargetError as exc:
         raise pytest.UsageError(str(exc)) from None
 
-    specs = list(dict.fromkeys(_split(config.getoption("backend"))))
+    legs = _selected_legs(config.getoption("backend"))
+    spark_selected = SPARK_LEG in legs
+    specs = [leg for leg in legs if leg != SPARK_LEG]
     if not specs:
-        raise pytest.UsageError("--backend names no backend")
+        raise pytest.UsageError("--backend names no backend (spark runs on the backends it names)")
     settings = BackendSettings(
         s3_endpoint=config.getoption("s3_endpoint"), s3_bucket=config.getoption("s3_bucket")
     )
@@ -265,11 +287,11 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         raise pytest.UsageError(str(exc)) from None
     selected = pool.names
     required = set(_split(config.getoption("require_legs")))
-    not_selected = sorted(required - set(selected) - {SPARK_LEG})
+    not_selected = sorted(required - set(selected) - ({SPARK_LEG} if spark_selected else set()))
     if not_selected:
         raise pytest.UsageError(
             f"--require-legs names {', '.join(not_selected)}, which --backend does not select "
-            f"(--backend={','.join(selected)})"
+            f"(--backend={','.join(legs)})"
         )
     try:
         spark_conf = parse_spark_conf(config.getoption("spark_conf") or [])
@@ -288,7 +310,10 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         reason = backend.availability()
         if reason is not None:
             leg_skips[name] = reason
-    spark_reason = spark.availability()
+    # --spark-master=none names itself as the reason, selected or not
+    spark_reason = spark.availability() if spark_selected or not spark.enabled else None
+    if spark_reason is None and not spark_selected:
+        spark_reason = SPARK_NOT_SELECTED
     if spark_reason is not None:
         leg_skips[SPARK_LEG] = spark_reason
     failing = {name: leg_skips[name] for name in sorted(required) if name in leg_skips}
@@ -402,9 +427,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         )
     status = state.leg_skips.get(SPARK_LEG)
     required = " [required]" if SPARK_LEG in state.required else ""
-    lines.append(
-        f"  spark leg{required}: " + (f"SKIPPED: {status}" if status else state.spark.describe())
-    )
+    if status == SPARK_NOT_SELECTED:
+        lines.append(f"  {SPARK_NOT_SELECTED}")
+    else:
+        lines.append(
+            f"  spark leg{required}: "
+            + (f"SKIPPED: {status}" if status else state.spark.describe())
+        )
     should = "fail the run" if state.strict_should else "are reported as WARN"
     lines.append(f"  hypothesis profile: {state.profile}; failing SHOULD clauses {should}")
     if state.clauses_as_of is not None:
@@ -649,18 +678,45 @@ def sandbox(backend: Any, target: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
-def spark(_ckptconform_state: RunState) -> Any:
+def spark(request: pytest.FixtureRequest, _ckptconform_state: RunState) -> Any:
     """The run's Spark leg (``ckptconform.spark.SparkLeg``), started; skips when it cannot run."""
     from ckptconform.spark import SparkUnavailableError
 
     leg = _ckptconform_state.spark
     try:
-        leg.start()
+        _start_announced(request.config, leg)
     except SparkUnavailableError as exc:
         if SPARK_LEG in _ckptconform_state.required:
             pytest.fail(f"required Spark leg cannot run (--require-legs): {exc}", pytrace=False)
         pytest.skip(str(exc))
     return leg
+
+
+def _start_announced(config: pytest.Config, leg: Any) -> None:
+    """Start the Spark leg, saying so on the terminal while it starts (a JVM takes a while)."""
+    if leg.started or leg.start_failed:
+        leg.start()
+        return
+    _say(config, f"starting the Spark leg ({leg.master}) ...")
+    try:
+        leg.start()
+    except Exception as exc:
+        _say(config, f"the Spark leg did not start: {exc}")
+        raise
+    _say(config, f"the Spark leg started in {leg.startup_seconds or 0:.1f} s")
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    """A line on the terminal in the middle of the run, past output capturing (a
+    pytest-xdist worker, whose stdout is its channel to the controller, writes to stderr)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    worker = getattr(config, "workerinput", None)
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        if worker is not None:
+            print(f"[{worker.get('workerid', 'worker')}] {line}", file=sys.stderr, flush=True)
+        elif reporter is not None:
+            reporter.write_line(line)
 
 
 @pytest.fixture
@@ -795,12 +851,14 @@ def repro_command(item: pytest.Item, state: RunState, backend_name: str | None) 
     config = item.config
     parts = ["pytest", f"--impl={state.target.spec}"]
     legs = [backend_name] if backend_name else state.selected
-    parts.append(f"--backend={','.join(state.pool.specs[name] for name in legs)}")
+    on_spark = SPARK_LEG in getattr(item, "fixturenames", ())
+    specs = [state.pool.specs[name] for name in legs] + ([SPARK_LEG] if on_spark else [])
+    parts.append(f"--backend={','.join(specs)}")
     if config.getoption("s3_endpoint") and backend_name in (None, "s3"):
         parts.append(f"--s3-endpoint={config.getoption('s3_endpoint')}")
     if config.getoption("s3_bucket") != "ckptconform":
         parts.append(f"--s3-bucket={config.getoption('s3_bucket')}")
-    if SPARK_LEG in getattr(item, "fixturenames", ()):
+    if on_spark:
         from ckptconform.spark import DEFAULT_MASTER
 
         if state.spark.master != DEFAULT_MASTER:

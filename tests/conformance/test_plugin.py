@@ -497,11 +497,41 @@ def test_required_spark_leg_that_cannot_run_is_a_usage_error(tmp_path):
     (tmp_path / "test_spark_tests.py").write_text(SPARK_TESTS)
     write_target(tmp_path)
     run = run_pytest(
-        tmp_path, "--impl=fake_target", "--backend=local", "--spark-master=none",
+        tmp_path, "--impl=fake_target", "--backend=local,spark", "--spark-master=none",
         "--require-legs=spark", "test_spark_tests.py",
     )  # fmt: skip
     assert run.returncode == 4, run
     assert "spark: the Spark leg is turned off" in run.output, run
+
+
+def test_the_spark_leg_is_chosen_by_backend(tmp_path):
+    """The Spark leg is a leg of --backend: a list without it starts no JVM and says so once
+    in the header; requiring it there is a usage error, as for any leg not selected."""
+    (tmp_path / "test_spark_tests.py").write_text(SPARK_TESTS)
+    write_target(tmp_path)
+    run, report = _run(tmp_path, "--impl=fake_target", "--backend=local", "test_spark_tests.py")
+    assert run.returncode == 0, run
+    assert run.output.count("spark leg: not selected (add spark to --backend)") == 1, run
+    test = _tests_by_id(report)["test_on_spark[local]"]
+    assert (test["status"], test["message"]) == (
+        "SKIP",
+        "spark leg: not selected (add spark to --backend)",
+    )
+    assert report["header"]["spark"]["status"] == "skipped"
+    assert report["header"]["spark"]["started"] is False
+    run = run_pytest(tmp_path, "--impl=fake_target", "--backend=local", "--require-legs=spark")
+    assert run.returncode == 4, run
+    assert "--require-legs names spark, which --backend does not select" in run.output, run
+
+
+def test_help_works_whatever_impl_says(tmp_path):
+    """`pytest --impl=X --help` prints the options even while X does not import."""
+    run = run_pytest(tmp_path, "--impl=not_written_yet", "--help")
+    assert run.returncode == 0, run
+    assert "--require-legs=NAMES" in run.output, run
+    assert "spark for the Spark leg (default: local,memory,moto,spark)" in " ".join(
+        run.output.split()
+    )
 
 
 def test_spark_conf_must_be_key_value(tmp_path):
