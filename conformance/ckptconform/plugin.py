@@ -52,7 +52,7 @@ from ckptconform.policy import (
     storage_options_skip,
 )
 from ckptconform.profiles import PROFILES, default_profile, register_profiles
-from ckptconform.report import PROP_FAILED, PROP_KIND, blamed_clauses
+from ckptconform.report import PROP_FAILED, PROP_KIND, PROP_REPRO, blamed_clauses
 
 register_profiles()  # before hypothesis's plugin loads a profile named on the command line
 
@@ -572,7 +572,7 @@ def _apply_policy(
     catalog: dict[str, Any],
     problems: list[str],
 ) -> None:
-    from ckptconform.report import PROP_BACKEND, PROP_CLAUSES
+    from ckptconform.report import PROP_BACKEND, PROP_CLAUSES, PROP_ON_SPARK
 
     target = state.target
     callspec = getattr(item, "callspec", None)
@@ -611,6 +611,8 @@ def _apply_policy(
     item.user_properties.append((PROP_CLAUSES, " ".join(ids)))
     item.user_properties.append((PROP_BACKEND, backend_name or ""))
     item.user_properties.append((PROP_KIND, kind))
+    if needs.spark:
+        item.user_properties.append((PROP_ON_SPARK, "1"))
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -756,7 +758,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         _check_server(item, state)
         if state.first_failure_per_clause:
             _remember_failure(item, state, named)
-        report.sections.append(("ckptconform", _failure_section(item, state)))
+        repro = repro_command(item, state, _backend_of(item))
+        report.user_properties.append((PROP_REPRO, repro))
+        report.sections.append(("ckptconform", _failure_section(item, state, repro)))
         if report.when == "call":
             _warn_instead_of_failing(item, state, report, named)
     return report
@@ -829,7 +833,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"--first-failure-per-clause: {where}")
 
 
-def _failure_section(item: pytest.Item, state: RunState) -> str:
+def _backend_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("backend") if callspec is not None else None
+
+
+def _failure_section(item: pytest.Item, state: RunState, repro: str) -> str:
     from ckptconform.clauses import CLAUSES
 
     lines = []
@@ -842,7 +851,7 @@ def _failure_section(item: pytest.Item, state: RunState) -> str:
     lines.append(f"target: {state.target.describe()}")
     if backend_name is not None:
         lines.append(f"backend: {state.pool[backend_name].describe()}")
-    lines.append("repro: " + repro_command(item, state, backend_name))
+    lines.append("repro: " + repro)
     return "\n".join(lines)
 
 
@@ -929,7 +938,7 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
         ],
         "spark": {
             **_spark_facts(state),
-            "status": "skipped" if SPARK_LEG in state.leg_skips else "selected",
+            "status": _spark_status(state.leg_skips.get(SPARK_LEG)),
             "reason": state.leg_skips.get(SPARK_LEG, ""),
             "required": SPARK_LEG in state.required,
         },
@@ -944,9 +953,53 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
         "exit_status": exitstatus,
     }
     records = list(state.recorder.records.values())
-    state.document = build_document(header, CLAUSES, records, state.selected)
+    header["covering_targets"] = _covering_targets(target, records, CLAUSES)
+    legs = [*state.selected, *([] if SPARK_LEG in state.leg_skips else [SPARK_LEG])]
+    state.document = build_document(header, CLAUSES, records, legs)
     if state.report_dir:
         state.report_paths = write_report(state.report_dir, state.document)
+
+
+def _covering_targets(
+    target: Any, records: Sequence[Any], catalog: Mapping[str, Any]
+) -> dict[str, list[str]]:
+    """For each capability the target does not claim but a skipped test needed: the targets
+    registered in the entry-point group ``ckptconform.targets`` that claim it (the report
+    points there: "covered by --impl=..."). A target that does not load is left out."""
+    from importlib import metadata
+
+    from ckptconform.target import ENTRY_POINT_GROUP, load_target
+
+    wanted = {
+        capability
+        for record in records
+        if record.status == "SKIP"
+        for cid in record.clauses
+        if cid in catalog
+        for capability in catalog[cid].capabilities
+        if capability not in target.capabilities
+    }
+    if not wanted:
+        return {}
+    found: dict[str, list[str]] = {capability: [] for capability in sorted(wanted)}
+    names = sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
+    for name in names:
+        if name == target.spec:
+            continue
+        try:
+            other = load_target(name)
+        except Exception:  # another target's problem is not this run's
+            continue
+        for capability in wanted & other.capabilities:
+            found[capability].append(name)
+    return found
+
+
+def _spark_status(skip: str | None) -> str:
+    """The Spark leg's status in the report: selected, not selected, or skipped (why: reason)."""
+    if skip is None:
+        return "selected"
+    return "not selected" if skip == SPARK_NOT_SELECTED else "skipped"
 
 
 def _clause_set_header(state: RunState) -> dict[str, Any]:
@@ -960,20 +1013,61 @@ def _clause_set_header(state: RunState) -> dict[str, Any]:
     }
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    state = config.stash.get(_STATE, None)
-    if state is None or state.document is None or not state.recorder.records:
-        return
-    from ckptconform.report import summary_lines
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """A SHOULD clause's failure (or a newer clause's, under a pinned clause set) is a WARN of
+    its own: "W" in the progress, "WARN" with -v, "N warned" in pytest's last line."""
+    if report.when != "call" or not report.skipped or not hasattr(report, "wasxfail"):
+        return None
+    kind = dict(report.user_properties).get(PROP_KIND)
+    if kind in ("should", "new"):
+        return "warned", "W", ("WARN", {"yellow": True})
+    return None
 
-    terminalreporter.write_sep("=", f"conformance of {state.target.name}")
-    for line in summary_lines(state.document):
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Skipped tests are summed up by reason at the end (``report.skip_lines``): pytest's own
+    line per skipped test (``-rs``, ``-ra``) is left to ``-v``."""
+    config = session.config
+    if config.stash.get(_STATE, None) is None or config.get_verbosity() > 0:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and hasattr(reporter, "reportchars"):
+        reporter.reportchars = reporter.reportchars.replace("s", "")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
+    """After pytest's own summary: the skips by reason, the clause summary, the report's
+    place, and the verdict as the run's last line."""
+    result = yield
+    config = session.config
+    state = config.stash.get(_STATE, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if state is None or reporter is None or state.document is None or not state.recorder.records:
+        return result
+    _write_conclusion(reporter, state)
+    return result
+
+
+def _write_conclusion(reporter: Any, state: RunState) -> None:
+    from ckptconform.report import skip_lines, summary_lines, verdict_line
+
+    document = state.document
+    assert document is not None
+    reporter.write_sep("=", f"conformance of {state.target.name}")
+    for line in skip_lines(document, leave_out=set(state.dead_legs.values())):
+        reporter.write_line(line)
+    for line in summary_lines(document):
         markup = {"red": True} if "FAIL" in line[:9] or "XPASS" in line[:9] else {}
         if "WARN" in line[:8]:
             markup = {"yellow": True}
-        terminalreporter.write_line(line, **markup)
+        reporter.write_line(line, **markup)
     if state.report_paths is not None:
         json_path, md_path = state.report_paths
-        terminalreporter.write_line(f"report: {md_path} and {json_path}")
+        reporter.write_line(f"report: {md_path} and {json_path}")
     for message in state.dead_legs.values():
-        terminalreporter.write_line(message, red=True)
+        reporter.write_line(message, red=True)
+    verdict = verdict_line(document)
+    passed = ": PASS" in verdict
+    reporter.write_line(verdict, bold=True, green=passed, red=not passed)
