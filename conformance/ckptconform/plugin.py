@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import importlib.util
 import json
 import os
 import platform
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -856,9 +858,13 @@ def _failure_section(item: pytest.Item, state: RunState, repro: str) -> str:
 
 
 def repro_command(item: pytest.Item, state: RunState, backend_name: str | None) -> str:
-    """A command line that reruns just this test, from any directory."""
+    """A command line that reruns just this test, from any directory: with
+    ``PYTHONPATH=<dir>`` in front where the target was imported from a directory that a
+    fresh interpreter does not have on its path (the working directory, ``PYTHONPATH``)."""
     config = item.config
-    parts = ["pytest", f"--impl={state.target.spec}"]
+    root = state.target.import_root
+    prefix = [f"PYTHONPATH={root}"] if root and root not in default_import_path() else []
+    parts = [*prefix, "pytest", f"--impl={state.target.spec}"]
     legs = [backend_name] if backend_name else state.selected
     on_spark = SPARK_LEG in getattr(item, "fixturenames", ())
     specs = [state.pool.specs[name] for name in legs] + ([SPARK_LEG] if on_spark else [])
@@ -879,6 +885,27 @@ def repro_command(item: pytest.Item, state: RunState, backend_name: str | None) 
     _, _, rest = item.nodeid.partition("::")
     parts.append(f"{item.path}::{rest}" if rest else str(item.path))
     return " ".join(shlex.quote(p) for p in parts)
+
+
+@functools.cache
+def default_import_path() -> frozenset[str]:
+    """The directories a fresh interpreter of this Python has on ``sys.path`` without
+    ``PYTHONPATH`` and outside any project directory (site-packages, ``.pth`` entries)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", "import json, sys; print(json.dumps(sys.path[1:]))"],
+            cwd=tempfile.gettempdir(),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        paths = json.loads(completed.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return frozenset()
+    return frozenset(os.path.realpath(path) for path in paths if path)
 
 
 class _Recorder:

@@ -131,7 +131,10 @@ def test_statuses_skips_and_report(outcomes):
     assert f"ckptconform {__version__}: target fake" in run.output
     assert "hypothesis profile: dev" in run.output
     assert f"clause {MUST2} (MUST)" in run.output
-    assert "repro: pytest --impl=fake_target --backend=local" in run.output
+    # the target was imported from the working directory: the repro line puts it on the path
+    assert f"repro: PYTHONPATH={outcomes.resolve()} pytest --impl=fake_target --backend=local" in (
+        run.output
+    )
     assert f"FAIL  {MUST2}" in run.output
     assert f"WARN  {SHOULD}" in run.output
 
@@ -695,7 +698,8 @@ def test_a_run_warns_sums_up_skips_and_ends_with_the_verdict(outcomes):
     assert "should-boom" in lines[warn_line + 1], run
     tests = _tests_by_id(report)
     assert "should-boom" in tests["test_should_fails[local]"]["message"]
-    assert tests["test_fails[local]"]["repro"].startswith("pytest --impl=fake_target --backend=")
+    repro = f"PYTHONPATH={outcomes.resolve()} pytest --impl=fake_target --backend=local"
+    assert tests["test_fails[local]"]["repro"].startswith(repro)
 
     markdown = (outcomes / "rep" / "conformance.md").read_text()
     order = [
@@ -711,7 +715,7 @@ def test_a_run_warns_sums_up_skips_and_ends_with_the_verdict(outcomes):
     ]
     assert order == sorted(order), markdown
     failed = markdown.split("## Clauses that failed")[1].split("## Clauses that warn")[0]
-    assert "  pytest --impl=fake_target --backend=local" in failed, failed
+    assert f"  {repro}" in failed, failed
     unclaimed = markdown.split("## Skipped: capabilities not claimed")[1].split("\n## ")[0]
     row = next(line for line in unclaimed.splitlines() if line.startswith(f"| {CAP} |"))
     assert "| savepoints | " in row, row
