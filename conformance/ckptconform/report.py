@@ -15,6 +15,7 @@ of its tests' (FAIL > XPASS > WARN > XFAIL > PASS > SKIP); NOTRUN when no test r
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -80,6 +81,8 @@ class Outcome:
     spark: bool = False
     #: For a failing test: the command line that reruns it.
     repro: str = ""
+    #: For a failing (or warning) test: what was wrong, in one line (``what_was_wrong``).
+    wrong: str = ""
 
 
 #: Kinds of tests whose failure is a WARN (see ``PROP_KIND``).
@@ -153,25 +156,31 @@ def _trim(text: str) -> str:
 
 
 def what_was_wrong(message: str) -> str:
-    """A failure message in one line: its step (the first line) and the assertion's or the
-    exception's first line after any sandbox listing (``suite._driver.fail_message``)."""
+    """A failure message in one line: its step (the first line, without an assertion's type)
+    and the first line of the assertion's explanation or the exception after any sandbox
+    listing (``suite._driver.fail_message``: a ``sandbox URL:`` line, then indented entries)."""
     lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()]
     if not lines:
         return ""
-    step, rest = lines[0], lines[1:]
-    explanation = ""
-    in_listing = False
-    for line in rest:
-        if line.startswith("sandbox "):
-            in_listing = True
+    step = _EXCEPTION_TYPE.sub("", lines[0], count=1)
+    listing_indent: int | None = None
+    for line in lines[1:]:
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        if text.startswith("sandbox ") and text.endswith(":"):
+            listing_indent = indent
             continue
-        if in_listing and (line.startswith((" ", "\t")) or line.endswith(":")):
+        if listing_indent is not None and (indent > listing_indent or text.endswith(":")):
             continue
-        if line.startswith("... ("):
+        if text.startswith("... ("):
             continue
-        explanation = line.strip()
-        break
-    return f"{step}: {explanation}" if explanation else step
+        return f"{step}: {text}"
+    return step
+
+
+#: The type in front of a failed check's text (``AssertionError: ``, ``...ClauseFailure: ``);
+#: an unexpected exception keeps its type.
+_EXCEPTION_TYPE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:AssertionError|ClauseFailure): ")
 
 
 class OutcomeRecorder:
@@ -207,6 +216,8 @@ class OutcomeRecorder:
                 attribute(record, named)
             return
         record.status, record.message = status, message
+        if status in _BLAMING:
+            record.wrong = what_was_wrong(_message(report))
         attribute(record, named)
 
     def _outcome(self, report: Any) -> tuple[str | None, str]:
@@ -351,8 +362,13 @@ def _first_wrong(cid: str, clause: Mapping[str, Any], tests: Mapping[str, Any]) 
             and test["status"] == clause["status"]
             and cid in (test.get("failed_clauses") or test["clauses"])
         ):
-            return what_was_wrong(_untagged(test["message"]))
+            return _wrong(test)
     return ""
+
+
+def _wrong(test: Mapping[str, Any]) -> str:
+    """What was wrong in a test record (older reports have no ``wrong``: from its message)."""
+    return str(test.get("wrong") or what_was_wrong(_untagged(test["message"])))
 
 
 def _untagged(message: str) -> str:
@@ -544,7 +560,7 @@ def _failed_clause_lines(
         if nodeid in tests and tests[nodeid]["status"] == clause["status"]
     ]
     for test in failing[:MAX_TESTS_LISTED]:
-        message = what_was_wrong(_untagged(test["message"])) or "(no message)"
+        message = _wrong(test) or "(no message)"
         out.append(f"- `{test['nodeid']}`: {test['status']}: {message}")
         if test.get("repro"):
             out += ["", "  ```", f"  {test['repro']}", "  ```"]
