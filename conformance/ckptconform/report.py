@@ -393,7 +393,7 @@ def skip_lines(
     if not reasons:
         return []
     total = sum(reasons.values())
-    lines = [f"{total} tests skipped, by reason (each test: -rs -v, or the report):"]
+    lines = [f"{total} tests skipped, by reason (each test: -rs -v or --conformance-report):"]
     shown = list(reasons.items())[:limit]
     lines += [f"  {count:>4}  {reason}" for reason, count in shown]
     rest = list(reasons.values())[limit:]
