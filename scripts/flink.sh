@@ -17,6 +17,8 @@ export CKPTCONFORM_FLINK=1 HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pids=()
+# no Spark leg (--backend leaves it out); --spark-master=none is the reason the recorded
+# outcomes (the outcomes JSON) give for the SPK clauses
 for impl in flink flink-jobmanager; do
   mkdir -p "$work/$impl"
   (cd "$work/$impl" && exec "$repo/.venv/bin/pytest" -p no:cacheprovider -q --impl="$impl" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The JobManager reference's run: the suite against --impl=ckptstore-jobmanager on the local
 # file system and moto (its state lives in memory; its file-system parts are the file-system
-# reference's, which the main job checks on every leg), without the Spark leg. The report goes
+# reference's, which the main job checks on every leg), without the Spark leg (--backend leaves
+# it out). The report goes
 # to conformance-report/jobmanager; tests/meta/test_reference_passes.py reads it when CI names
 # it in CKPTCONFORM_JOBMANAGER_REPORT. Runs in a scratch directory (BAD-5 and BAD-6 watch the
 # working directory), so it can run beside the main job. Extra arguments go to the suite.
@@ -12,5 +13,5 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 exec "$repo/.venv/bin/ckptconform" --impl=ckptstore-jobmanager --backend=local,moto \
-  --spark-master=none --report-dir "$repo/conformance-report/jobmanager" \
+  --report-dir "$repo/conformance-report/jobmanager" \
   -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@"

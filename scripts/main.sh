@@ -7,11 +7,11 @@
 # found; otherwise skipped with the reason), and print the clause report. The moto and sftp
 # legs are required: they fail rather than skip (CI requires s3rver and Spark too). Extra
 # arguments go to `ckptconform`
-# (e.g. --backend=local or --impl=mypkg) and to pytest. The tests run in PYTEST_WORKERS
+# (e.g. --backend=local, which leaves the Spark leg out, or --impl=mypkg) and to pytest. The tests run in PYTEST_WORKERS
 # processes (default 2), a test module to each (one Spark cluster, for test_spk.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/ckptconform --impl=ckptstore --backend=local,memory,moto,sftp,minio,s3rver \
+exec .venv/bin/ckptconform --impl=ckptstore --backend=local,memory,moto,sftp,minio,s3rver,spark \
   --require-legs=moto,sftp --report-dir conformance-report \
   -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@"

@@ -298,7 +298,8 @@ GROUPS: dict[str, str] = {
 
 #: What a reader needs to know about a group before its clauses (CONFORMANCE.md).
 GROUP_NOTES: dict[str, str] = {
-    "SPK": "These clauses run on the Spark leg (`ckptconform.spark`, `--spark-master`, default "
+    "SPK": "These clauses run on the Spark leg (`ckptconform.spark`; `spark` in `--backend`, "
+    "as by default; `--spark-master`, default "
     "`local-cluster[2,1,1024]`: two executor JVMs with their own Python workers) on every "
     "backend whose data other processes see (`local`, `moto`, `minio`, `s3`; not `memory`). "
     "The driver plays the coordinator, each Spark task an operator subtask "

@@ -7,7 +7,8 @@ suite without ``--impl`` is a usage error). With ``--impl`` it:
 - loads and validates the target (any problem is a usage error, exit code 4);
 - collects the installed suite when no test paths were given;
 - parametrizes ``backend`` over ``--backend`` and provides ``target``, ``backend``,
-  ``sandbox``, ``ledger`` and ``spark`` (the run's Spark leg, ``--spark-master``);
+  ``sandbox``, ``ledger`` and ``spark`` (the run's Spark leg, when ``--backend`` selects
+  ``spark``; ``--spark-master``);
 - skips, with a reason (``ckptconform.policy``), a test whose clauses or ``requires`` marker
   need an unclaimed capability, that needs an option key the target does not declare (its
   capabilities' keys and its ``options`` marker), whose backend scheme the target does not
@@ -20,13 +21,16 @@ suite without ``--impl`` is a usage error). With ``--impl`` it:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import functools
 import importlib.util
 import json
 import os
 import platform
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -39,9 +43,18 @@ import pytest
 
 from ckptconform import __version__
 from ckptconform.failures import clauses_of
-from ckptconform.policy import SPARK_LEG, TRAITS, Offer, needs_of, skip_reason, storage_options_skip
+from ckptconform.policy import (
+    DEFAULT_LEGS,
+    SPARK_LEG,
+    SPARK_NOT_SELECTED,
+    TRAITS,
+    Offer,
+    needs_of,
+    skip_reason,
+    storage_options_skip,
+)
 from ckptconform.profiles import PROFILES, default_profile, register_profiles
-from ckptconform.report import PROP_FAILED, PROP_KIND, blamed_clauses
+from ckptconform.report import PROP_FAILED, PROP_KIND, PROP_REPRO, blamed_clauses
 
 register_profiles()  # before hypothesis's plugin loads a profile named on the command line
 
@@ -124,10 +137,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--backend",
         metavar="NAMES",
-        default="local,memory,moto",
-        help="comma-separated backends to run on: local, memory, moto, minio, s3rver, s3, a name "
-        "registered in the entry-point group ckptconform.backends, or MODULE:CLASS "
-        "(default: local,memory,moto)",
+        default=None,
+        help="comma-separated legs to run on: local, memory, moto, sftp, minio, s3rver, s3, a "
+        "name registered in the entry-point group ckptconform.backends, MODULE:CLASS, and "
+        f"spark for the Spark leg (default: {','.join(DEFAULT_LEGS)})",
     )
     group.addoption("--s3-endpoint", metavar="URL", help="endpoint of the 's3' backend")
     group.addoption(
@@ -142,15 +155,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--require-legs",
         metavar="NAMES",
         default="",
-        help="comma-separated legs that must run (backends, or 'spark' for the Spark leg): if "
-        "one cannot, that is an error, not a skip",
+        help="comma-separated legs that must run (of those --backend selects, spark "
+        "included): if one cannot, that is an error, not a skip",
     )
     group.addoption(
         "--spark-master",
         metavar="MASTER",
         default=None,
-        help="Spark master of the Spark leg (SPK clauses): local-cluster[N,C,M], local[N] or a "
-        "cluster URL; 'none' turns the leg off (default: local-cluster[2,1,1024])",
+        help="Spark master of the Spark leg (SPK clauses; the leg runs when --backend selects "
+        "spark): local-cluster[N,C,M], local[N] or a cluster URL; 'none' turns the leg off "
+        "(default: local-cluster[2,1,1024])",
     )
     group.addoption(
         "--spark-conf",
@@ -202,6 +216,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
     impl = config.getoption("impl", None)
+    if config.getoption("help", False):
+        # `pytest --impl=mypkg --help` shows the options even while mypkg does not import yet
+        return
     if not impl:
         # Not a suite run; still honour HYPOTHESIS_PROFILE=<one of ours> (tox sets it).
         env_profile = os.environ.get("HYPOTHESIS_PROFILE", "").strip()
@@ -219,6 +236,11 @@ def pytest_configure(config: pytest.Config) -> None:
         # `pytest --impl=X` with no paths runs the installed suite, from any directory.
         config.args = [str(state.suite)]
         config.args_source = pytest.Config.ArgsSource.ARGS
+
+
+def _selected_legs(value: str | None) -> list[str]:
+    """The legs ``--backend`` selects, in its order; without it, ``DEFAULT_LEGS``."""
+    return list(dict.fromkeys(_split(value) if value is not None else DEFAULT_LEGS))
 
 
 def _cli_profile(config: pytest.Config) -> str | None:
@@ -253,9 +275,11 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
     except TargetError as exc:
         raise pytest.UsageError(str(exc)) from None
 
-    specs = list(dict.fromkeys(_split(config.getoption("backend"))))
+    legs = _selected_legs(config.getoption("backend"))
+    spark_selected = SPARK_LEG in legs
+    specs = [leg for leg in legs if leg != SPARK_LEG]
     if not specs:
-        raise pytest.UsageError("--backend names no backend")
+        raise pytest.UsageError("--backend names no backend (spark runs on the backends it names)")
     settings = BackendSettings(
         s3_endpoint=config.getoption("s3_endpoint"), s3_bucket=config.getoption("s3_bucket")
     )
@@ -265,11 +289,11 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         raise pytest.UsageError(str(exc)) from None
     selected = pool.names
     required = set(_split(config.getoption("require_legs")))
-    not_selected = sorted(required - set(selected) - {SPARK_LEG})
+    not_selected = sorted(required - set(selected) - ({SPARK_LEG} if spark_selected else set()))
     if not_selected:
         raise pytest.UsageError(
             f"--require-legs names {', '.join(not_selected)}, which --backend does not select "
-            f"(--backend={','.join(selected)})"
+            f"(--backend={','.join(legs)})"
         )
     try:
         spark_conf = parse_spark_conf(config.getoption("spark_conf") or [])
@@ -288,7 +312,10 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         reason = backend.availability()
         if reason is not None:
             leg_skips[name] = reason
-    spark_reason = spark.availability()
+    # --spark-master=none names itself as the reason, selected or not
+    spark_reason = spark.availability() if spark_selected or not spark.enabled else None
+    if spark_reason is None and not spark_selected:
+        spark_reason = SPARK_NOT_SELECTED
     if spark_reason is not None:
         leg_skips[SPARK_LEG] = spark_reason
     failing = {name: leg_skips[name] for name in sorted(required) if name in leg_skips}
@@ -402,9 +429,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         )
     status = state.leg_skips.get(SPARK_LEG)
     required = " [required]" if SPARK_LEG in state.required else ""
-    lines.append(
-        f"  spark leg{required}: " + (f"SKIPPED: {status}" if status else state.spark.describe())
-    )
+    if status == SPARK_NOT_SELECTED:
+        lines.append(f"  {SPARK_NOT_SELECTED}")
+    else:
+        lines.append(
+            f"  spark leg{required}: "
+            + (f"SKIPPED: {status}" if status else state.spark.describe())
+        )
     should = "fail the run" if state.strict_should else "are reported as WARN"
     lines.append(f"  hypothesis profile: {state.profile}; failing SHOULD clauses {should}")
     if state.clauses_as_of is not None:
@@ -543,7 +574,7 @@ def _apply_policy(
     catalog: dict[str, Any],
     problems: list[str],
 ) -> None:
-    from ckptconform.report import PROP_BACKEND, PROP_CLAUSES
+    from ckptconform.report import PROP_BACKEND, PROP_CLAUSES, PROP_ON_SPARK
 
     target = state.target
     callspec = getattr(item, "callspec", None)
@@ -582,6 +613,8 @@ def _apply_policy(
     item.user_properties.append((PROP_CLAUSES, " ".join(ids)))
     item.user_properties.append((PROP_BACKEND, backend_name or ""))
     item.user_properties.append((PROP_KIND, kind))
+    if needs.spark:
+        item.user_properties.append((PROP_ON_SPARK, "1"))
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -649,18 +682,45 @@ def sandbox(backend: Any, target: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
-def spark(_ckptconform_state: RunState) -> Any:
+def spark(request: pytest.FixtureRequest, _ckptconform_state: RunState) -> Any:
     """The run's Spark leg (``ckptconform.spark.SparkLeg``), started; skips when it cannot run."""
     from ckptconform.spark import SparkUnavailableError
 
     leg = _ckptconform_state.spark
     try:
-        leg.start()
+        _start_announced(request.config, leg)
     except SparkUnavailableError as exc:
         if SPARK_LEG in _ckptconform_state.required:
             pytest.fail(f"required Spark leg cannot run (--require-legs): {exc}", pytrace=False)
         pytest.skip(str(exc))
     return leg
+
+
+def _start_announced(config: pytest.Config, leg: Any) -> None:
+    """Start the Spark leg, saying so on the terminal while it starts (a JVM takes a while)."""
+    if leg.started or leg.start_failed:
+        leg.start()
+        return
+    _say(config, f"starting the Spark leg ({leg.master}) ...")
+    try:
+        leg.start()
+    except Exception as exc:
+        _say(config, f"the Spark leg did not start: {exc}")
+        raise
+    _say(config, f"the Spark leg started in {leg.startup_seconds or 0:.1f} s")
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    """A line on the terminal in the middle of the run, past output capturing (a
+    pytest-xdist worker, whose stdout is its channel to the controller, writes to stderr)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    worker = getattr(config, "workerinput", None)
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        if worker is not None:
+            print(f"[{worker.get('workerid', 'worker')}] {line}", file=sys.stderr, flush=True)
+        elif reporter is not None:
+            reporter.write_line(line)
 
 
 @pytest.fixture
@@ -700,7 +760,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         _check_server(item, state)
         if state.first_failure_per_clause:
             _remember_failure(item, state, named)
-        report.sections.append(("ckptconform", _failure_section(item, state)))
+        repro = repro_command(item, state, _backend_of(item))
+        report.user_properties.append((PROP_REPRO, repro))
+        report.sections.append(("ckptconform", _failure_section(item, state, repro)))
         if report.when == "call":
             _warn_instead_of_failing(item, state, report, named)
     return report
@@ -773,7 +835,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"--first-failure-per-clause: {where}")
 
 
-def _failure_section(item: pytest.Item, state: RunState) -> str:
+def _backend_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("backend") if callspec is not None else None
+
+
+def _failure_section(item: pytest.Item, state: RunState, repro: str) -> str:
     from ckptconform.clauses import CLAUSES
 
     lines = []
@@ -786,21 +853,27 @@ def _failure_section(item: pytest.Item, state: RunState) -> str:
     lines.append(f"target: {state.target.describe()}")
     if backend_name is not None:
         lines.append(f"backend: {state.pool[backend_name].describe()}")
-    lines.append("repro: " + repro_command(item, state, backend_name))
+    lines.append("repro: " + repro)
     return "\n".join(lines)
 
 
 def repro_command(item: pytest.Item, state: RunState, backend_name: str | None) -> str:
-    """A command line that reruns just this test, from any directory."""
+    """A command line that reruns just this test, from any directory: with
+    ``PYTHONPATH=<dir>`` in front where the target was imported from a directory that a
+    fresh interpreter does not have on its path (the working directory, ``PYTHONPATH``)."""
     config = item.config
-    parts = ["pytest", f"--impl={state.target.spec}"]
+    root = state.target.import_root
+    prefix = [f"PYTHONPATH={root}"] if root and root not in default_import_path() else []
+    parts = [*prefix, "pytest", f"--impl={state.target.spec}"]
     legs = [backend_name] if backend_name else state.selected
-    parts.append(f"--backend={','.join(state.pool.specs[name] for name in legs)}")
+    on_spark = SPARK_LEG in getattr(item, "fixturenames", ())
+    specs = [state.pool.specs[name] for name in legs] + ([SPARK_LEG] if on_spark else [])
+    parts.append(f"--backend={','.join(specs)}")
     if config.getoption("s3_endpoint") and backend_name in (None, "s3"):
         parts.append(f"--s3-endpoint={config.getoption('s3_endpoint')}")
     if config.getoption("s3_bucket") != "ckptconform":
         parts.append(f"--s3-bucket={config.getoption('s3_bucket')}")
-    if SPARK_LEG in getattr(item, "fixturenames", ()):
+    if on_spark:
         from ckptconform.spark import DEFAULT_MASTER
 
         if state.spark.master != DEFAULT_MASTER:
@@ -812,6 +885,27 @@ def repro_command(item: pytest.Item, state: RunState, backend_name: str | None) 
     _, _, rest = item.nodeid.partition("::")
     parts.append(f"{item.path}::{rest}" if rest else str(item.path))
     return " ".join(shlex.quote(p) for p in parts)
+
+
+@functools.cache
+def default_import_path() -> frozenset[str]:
+    """The directories a fresh interpreter of this Python has on ``sys.path`` without
+    ``PYTHONPATH`` and outside any project directory (site-packages, ``.pth`` entries)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", "import json, sys; print(json.dumps(sys.path[1:]))"],
+            cwd=tempfile.gettempdir(),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        paths = json.loads(completed.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return frozenset()
+    return frozenset(os.path.realpath(path) for path in paths if path)
 
 
 class _Recorder:
@@ -871,7 +965,7 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
         ],
         "spark": {
             **_spark_facts(state),
-            "status": "skipped" if SPARK_LEG in state.leg_skips else "selected",
+            "status": _spark_status(state.leg_skips.get(SPARK_LEG)),
             "reason": state.leg_skips.get(SPARK_LEG, ""),
             "required": SPARK_LEG in state.required,
         },
@@ -886,9 +980,53 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
         "exit_status": exitstatus,
     }
     records = list(state.recorder.records.values())
-    state.document = build_document(header, CLAUSES, records, state.selected)
+    header["covering_targets"] = _covering_targets(target, records, CLAUSES)
+    legs = [*state.selected, *([] if SPARK_LEG in state.leg_skips else [SPARK_LEG])]
+    state.document = build_document(header, CLAUSES, records, legs)
     if state.report_dir:
         state.report_paths = write_report(state.report_dir, state.document)
+
+
+def _covering_targets(
+    target: Any, records: Sequence[Any], catalog: Mapping[str, Any]
+) -> dict[str, list[str]]:
+    """For each capability the target does not claim but a skipped test needed: the targets
+    registered in the entry-point group ``ckptconform.targets`` that claim it (the report
+    points there: "covered by --impl=..."). A target that does not load is left out."""
+    from importlib import metadata
+
+    from ckptconform.target import ENTRY_POINT_GROUP, load_target
+
+    wanted = {
+        capability
+        for record in records
+        if record.status == "SKIP"
+        for cid in record.clauses
+        if cid in catalog
+        for capability in catalog[cid].capabilities
+        if capability not in target.capabilities
+    }
+    if not wanted:
+        return {}
+    found: dict[str, list[str]] = {capability: [] for capability in sorted(wanted)}
+    names = sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
+    for name in names:
+        if name == target.spec:
+            continue
+        try:
+            other = load_target(name)
+        except Exception:  # another target's problem is not this run's
+            continue
+        for capability in wanted & other.capabilities:
+            found[capability].append(name)
+    return found
+
+
+def _spark_status(skip: str | None) -> str:
+    """The Spark leg's status in the report: selected, not selected, or skipped (why: reason)."""
+    if skip is None:
+        return "selected"
+    return "not selected" if skip == SPARK_NOT_SELECTED else "skipped"
 
 
 def _clause_set_header(state: RunState) -> dict[str, Any]:
@@ -902,20 +1040,61 @@ def _clause_set_header(state: RunState) -> dict[str, Any]:
     }
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    state = config.stash.get(_STATE, None)
-    if state is None or state.document is None or not state.recorder.records:
-        return
-    from ckptconform.report import summary_lines
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """A SHOULD clause's failure (or a newer clause's, under a pinned clause set) is a WARN of
+    its own: "W" in the progress, "WARN" with -v, "N warned" in pytest's last line."""
+    if report.when != "call" or not report.skipped or not hasattr(report, "wasxfail"):
+        return None
+    kind = dict(report.user_properties).get(PROP_KIND)
+    if kind in ("should", "new"):
+        return "warned", "W", ("WARN", {"yellow": True})
+    return None
 
-    terminalreporter.write_sep("=", f"conformance of {state.target.name}")
-    for line in summary_lines(state.document):
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Skipped tests are summed up by reason at the end (``report.skip_lines``): pytest's own
+    line per skipped test (``-rs``, ``-ra``) is left to ``-v``."""
+    config = session.config
+    if config.stash.get(_STATE, None) is None or config.get_verbosity() > 0:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and hasattr(reporter, "reportchars"):
+        reporter.reportchars = reporter.reportchars.replace("s", "")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
+    """After pytest's own summary: the skips by reason, the clause summary, the report's
+    place, and the verdict as the run's last line."""
+    result = yield
+    config = session.config
+    state = config.stash.get(_STATE, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if state is None or reporter is None or state.document is None or not state.recorder.records:
+        return result
+    _write_conclusion(reporter, state)
+    return result
+
+
+def _write_conclusion(reporter: Any, state: RunState) -> None:
+    from ckptconform.report import skip_lines, summary_lines, verdict_line
+
+    document = state.document
+    assert document is not None
+    reporter.write_sep("=", f"conformance of {state.target.name}")
+    for line in skip_lines(document, leave_out=set(state.dead_legs.values())):
+        reporter.write_line(line)
+    for line in summary_lines(document):
         markup = {"red": True} if "FAIL" in line[:9] or "XPASS" in line[:9] else {}
         if "WARN" in line[:8]:
             markup = {"yellow": True}
-        terminalreporter.write_line(line, **markup)
+        reporter.write_line(line, **markup)
     if state.report_paths is not None:
         json_path, md_path = state.report_paths
-        terminalreporter.write_line(f"report: {md_path} and {json_path}")
+        reporter.write_line(f"report: {md_path} and {json_path}")
     for message in state.dead_legs.values():
-        terminalreporter.write_line(message, red=True)
+        reporter.write_line(message, red=True)
+    verdict = verdict_line(document)
+    passed = ": PASS" in verdict
+    reporter.write_line(verdict, bold=True, green=passed, red=not passed)

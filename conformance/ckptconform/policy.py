@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "DEFAULT_LEGS",
     "SPARK_LEG",
+    "SPARK_NOT_SELECTED",
     "TRAITS",
     "Needs",
     "Offer",
@@ -35,8 +37,12 @@ __all__ = [
     "storage_options_skip",
 ]
 
-#: The name of the Spark leg in ``--require-legs``, the leg skips and the report.
+#: The name of the Spark leg in ``--backend``, ``--require-legs``, the leg skips and the report.
 SPARK_LEG = "spark"
+#: The legs of a run whose ``--backend`` is not given.
+DEFAULT_LEGS = ("local", "memory", "moto", SPARK_LEG)
+#: Why the Spark tests of a run whose ``--backend`` leaves the Spark leg out are skipped.
+SPARK_NOT_SELECTED = "spark leg: not selected (add spark to --backend)"
 #: ``backend_traits`` marker keyword -> attribute of the backend.
 TRAITS: Mapping[str, str] = {
     "object_store": "object_store",

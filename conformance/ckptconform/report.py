@@ -2,7 +2,8 @@
 
 The plugin feeds pytest's reports in (``OutcomeRecorder.add``); ``build_document`` turns the records
 and the run header into the ``conformance.json`` structure, ``render_markdown`` into
-``conformance.md`` and ``summary_lines`` into the compact terminal summary.
+``conformance.md``, ``summary_lines`` into the compact terminal summary and ``verdict_line`` into
+the run's last line.
 
 Test statuses: PASS, FAIL, SKIP, XFAIL (a known failure failed, as declared), XPASS (a known
 failure passed: the run fails until it is removed from ``known_failures``), WARN (a SHOULD
@@ -14,12 +15,14 @@ of its tests' (FAIL > XPASS > WARN > XFAIL > PASS > SKIP); NOTRUN when no test r
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ckptconform.policy import SPARK_LEG
 from ckptconform.target import capability_label
 
 __all__ = [
@@ -30,7 +33,10 @@ __all__ = [
     "aggregate",
     "build_document",
     "render_markdown",
+    "skip_lines",
     "summary_lines",
+    "verdict_line",
+    "what_was_wrong",
     "write_report",
 ]
 
@@ -46,6 +52,10 @@ PROP_BACKEND = "ckptconform.backend"
 PROP_KIND = "ckptconform.kind"
 #: On a failed report: the clause ids its ``ClauseFailure`` named (``failures.clauses_of``).
 PROP_FAILED = "ckptconform.failed"
+#: On a failed report: the command line that reruns the test.
+PROP_REPRO = "ckptconform.repro"
+#: "1" on a test that runs on the Spark leg: its matrix column is ``SPARK_LEG``.
+PROP_ON_SPARK = "ckptconform.on_spark"
 
 #: The matrix column of tests that run on no backend.
 NO_BACKEND = "no backend"
@@ -67,6 +77,12 @@ class Outcome:
     kind: str = ""
     #: For a failing test: the clauses its failure is attributed to (see ``attribute``).
     failed_clauses: list[str] = field(default_factory=list)
+    #: Whether it ran on the Spark leg (its matrix column is the Spark leg's).
+    spark: bool = False
+    #: For a failing test: the command line that reruns it.
+    repro: str = ""
+    #: For a failing (or warning) test: what was wrong, in one line (``what_was_wrong``).
+    wrong: str = ""
 
 
 #: Kinds of tests whose failure is a WARN (see ``PROP_KIND``).
@@ -126,11 +142,45 @@ def _message(report: Any) -> str:
 
 
 def _trim(text: str) -> str:
+    """At most ``MAX_MESSAGE_LINES`` lines: the first ones (the step) and the last ones (the
+    assertion's explanation, what was wrong), with a note of the lines left out between."""
     lines = text.strip().splitlines()
     if len(lines) > MAX_MESSAGE_LINES:
-        lines = [*lines[:MAX_MESSAGE_LINES], f"... ({len(lines) - MAX_MESSAGE_LINES} more lines)"]
+        head, tail = 3, MAX_MESSAGE_LINES - 4
+        lines = [*lines[:head], f"... ({len(lines) - head - tail} lines)", *lines[-tail:]]
     out = "\n".join(lines)
-    return out if len(out) <= MAX_MESSAGE_CHARS else out[: MAX_MESSAGE_CHARS - 3] + "..."
+    if len(out) <= MAX_MESSAGE_CHARS:
+        return out
+    half = (MAX_MESSAGE_CHARS - 5) // 2
+    return out[:half] + " ... " + out[-half:]
+
+
+def what_was_wrong(message: str) -> str:
+    """A failure message in one line: its step (the first line, without an assertion's type)
+    and the first line of the assertion's explanation or the exception after any sandbox
+    listing (``suite._driver.fail_message``: a ``sandbox URL:`` line, then indented entries)."""
+    lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    step = _EXCEPTION_TYPE.sub("", lines[0], count=1)
+    listing_indent: int | None = None
+    for line in lines[1:]:
+        indent = len(line) - len(line.lstrip())
+        text = line.strip()
+        if text.startswith("sandbox ") and text.endswith(":"):
+            listing_indent = indent
+            continue
+        if listing_indent is not None and (indent > listing_indent or text.endswith(":")):
+            continue
+        if text.startswith("... ("):
+            continue
+        return f"{step}: {text}"
+    return step
+
+
+#: The type in front of a failed check's text (``AssertionError: ``, ``...ClauseFailure: ``);
+#: an unexpected exception keeps its type.
+_EXCEPTION_TYPE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:AssertionError|ClauseFailure): ")
 
 
 class OutcomeRecorder:
@@ -150,9 +200,12 @@ class OutcomeRecorder:
                 clauses=props[PROP_CLAUSES].split(),
                 backend=props.get(PROP_BACKEND) or None,
                 kind=props.get(PROP_KIND, ""),
+                spark=props.get(PROP_ON_SPARK) == "1",
             )
             self.records[report.nodeid] = record
         record.duration += float(getattr(report, "duration", 0.0) or 0.0)
+        if props.get(PROP_REPRO) and not record.repro:
+            record.repro = props[PROP_REPRO]
         status, message = self._outcome(report)
         if status is None:
             return
@@ -163,6 +216,8 @@ class OutcomeRecorder:
                 attribute(record, named)
             return
         record.status, record.message = status, message
+        if status in _BLAMING:
+            record.wrong = what_was_wrong(_message(report))
         attribute(record, named)
 
     def _outcome(self, report: Any) -> tuple[str | None, str]:
@@ -180,9 +235,11 @@ class OutcomeRecorder:
             return "PASS", ""
         if report.skipped:
             if wasxfail is not None:
-                detail = _first_line(_message(report))
+                warning = kind in _WARNING_KINDS
+                # a WARN says what was wrong as a FAIL does; a known failure, its first line
+                detail = _message(report) if warning else _first_line(_message(report))
                 reason = f"{wasxfail}: {detail}" if detail else str(wasxfail)
-                return ("WARN" if kind in _WARNING_KINDS else "XFAIL"), reason
+                return ("WARN" if warning else "XFAIL"), reason
             return "SKIP", _message(report)
         text = _message(report)
         if isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]"):
@@ -196,6 +253,13 @@ class OutcomeRecorder:
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def column_of(record: Outcome) -> str:
+    """The matrix column of a test: the Spark leg's for a test on Spark, else its backend's."""
+    if record.spark:
+        return SPARK_LEG
+    return record.backend or NO_BACKEND
 
 
 def build_document(
@@ -220,10 +284,10 @@ def build_document(
         ]
         status = aggregate(r.status for r in tests)
         per_backend = {
-            name: aggregate(r.status for r in tests if (r.backend or NO_BACKEND) == name)
+            name: aggregate(r.status for r in tests if column_of(r) == name)
             for name in [
                 *backends,
-                *sorted({r.backend or NO_BACKEND for r in tests} - set(backends)),
+                *sorted({column_of(r) for r in tests} - set(backends)),
             ]
         }
         reasons = sorted({r.message for r in tests if r.status == status and r.message})
@@ -240,12 +304,14 @@ def build_document(
             "tests": [r.nodeid for r in all_tests],
         }
     summary = Counter(doc["status"] for doc in clause_docs.values())
+    skipped = Counter(r.message or "(no reason)" for r in records if r.status == "SKIP")
     return {
         "format": "ckptconform-report/1",
         "header": dict(header),
         "summary": {
             "clauses": {s: summary.get(s, 0) for s in CLAUSE_STATUSES if summary.get(s)},
             "tests": dict(Counter(r.status for r in records)),
+            "skip_reasons": dict(skipped.most_common()),
         },
         "clauses": clause_docs,
         "tests": [asdict(r) for r in records],
@@ -253,24 +319,154 @@ def build_document(
 
 
 def summary_lines(document: Mapping[str, Any]) -> list[str]:
-    """The compact terminal summary: counts per status, then the FAIL/XPASS/WARN clauses."""
+    """The compact terminal summary: counts per status, then the FAIL/XPASS/WARN/XFAIL clauses
+    (a WARN with what was wrong: pytest's own output shows nothing of it)."""
     counts = document["summary"]["clauses"]
-    ran = {cid: c for cid, c in document["clauses"].items() if c["status"] != "NOTRUN"}
+    ran = _ran(document)
     parts = ", ".join(
         f"{counts[s]} {s}" for s in CLAUSE_STATUSES if counts.get(s) and s != "NOTRUN"
     )
     lines = [f"{len(ran)} clauses checked: {parts or 'none'}"]
     newer = (document["header"].get("clause_set") or {}).get("newer", {})
+    tests = {t["nodeid"]: t for t in document["tests"]}
     for status in ("FAIL", "XPASS", "WARN", "XFAIL"):
         for cid, clause in ran.items():
             if clause["status"] == status:
                 note = f" ({newer[cid]})" if status == "WARN" and cid in newer else ""
                 lines.append(f"  {status:<5} {cid:<8} {clause['title']}{note}")
+                if status == "WARN":
+                    wrong = _first_wrong(cid, clause, tests)
+                    if wrong:
+                        lines.append(f"        {_clip(wrong, 200)}")
     lines.extend(_clause_set_lines(document["header"].get("clause_set"), ran))
     stale = [cid for cid in document["header"].get("known_failures", {}) if cid not in ran]
     if stale:
         lines.append(f"  note: known_failures {', '.join(sorted(stale))} matched no test that ran")
     return lines
+
+
+def _ran(document: Mapping[str, Any]) -> dict[str, Any]:
+    return {cid: c for cid, c in document["clauses"].items() if c["status"] != "NOTRUN"}
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _first_wrong(cid: str, clause: Mapping[str, Any], tests: Mapping[str, Any]) -> str:
+    """What was wrong in the first test of the clause that has its status."""
+    for nodeid in clause["tests"]:
+        test = tests.get(nodeid)
+        if (
+            test is not None
+            and test["status"] == clause["status"]
+            and cid in (test.get("failed_clauses") or test["clauses"])
+        ):
+            return _wrong(test)
+    return ""
+
+
+def _wrong(test: Mapping[str, Any]) -> str:
+    """What was wrong in a test record (older reports have no ``wrong``: from its message)."""
+    return str(test.get("wrong") or what_was_wrong(_untagged(test["message"])))
+
+
+def _untagged(message: str) -> str:
+    """A recorded message without the ``[ID, ...]`` tag ``attribute`` put in front."""
+    if message.startswith("["):
+        tag, sep, rest = message.partition("] ")
+        if sep and " " not in tag:
+            return rest
+    return message
+
+
+def skip_lines(
+    document: Mapping[str, Any], limit: int = 10, leave_out: Collection[str] = ()
+) -> list[str]:
+    """The skipped tests counted by reason, one line each (the most frequent first), but for
+    the reasons in ``leave_out`` (said elsewhere)."""
+    reasons: Mapping[str, int] = {
+        reason: count
+        for reason, count in document["summary"].get("skip_reasons", {}).items()
+        if reason not in leave_out
+    }
+    if not reasons:
+        return []
+    total = sum(reasons.values())
+    lines = [f"{total} tests skipped, by reason (each test: -rs -v or --conformance-report):"]
+    shown = list(reasons.items())[:limit]
+    lines += [f"  {count:>4}  {reason}" for reason, count in shown]
+    rest = list(reasons.values())[limit:]
+    if rest:
+        lines.append(f"        ... and {len(rest)} more reasons ({sum(rest)} tests)")
+    return lines
+
+
+#: Why a clause was skipped: the first kind whose prefix starts one of its skip reasons.
+_SKIP_KINDS = (
+    ("capabilities not claimed", "capability "),
+    ("options not declared", "option "),
+)
+_OTHER_SKIPS = "need a leg this run lacks"
+
+
+def skip_kind(reasons: Sequence[str]) -> str:
+    """Why a skipped clause did not run, in a few words: ``capabilities not claimed`` when a
+    reason names a capability the target does not claim, then options, else the legs."""
+    for kind, prefix in _SKIP_KINDS:
+        if any(reason.startswith(prefix) for reason in reasons):
+            return kind
+    return _OTHER_SKIPS
+
+
+def verdict_line(document: Mapping[str, Any]) -> str:
+    """The run's verdict in one line: PASS, or FAIL with the clauses that fail.
+
+    ``ckptstore: PASS — 146 clauses pass, 6 skipped (capabilities not claimed)``;
+    ``ckptstore: FAIL — 2 MUST clauses fail: STR-1, MD-3``.
+    """
+    header = document["header"]
+    name = (header.get("target") or {}).get("name", "?")
+    ran = _ran(document)
+    by_status: dict[str, list[str]] = {}
+    for cid, clause in ran.items():
+        by_status.setdefault(clause["status"], []).append(cid)
+    problems = []
+    for level in ("MUST", "SHOULD"):
+        failed = [cid for cid in by_status.get("FAIL", []) if ran[cid]["level"] == level]
+        if failed:
+            verb = "fail" if len(failed) > 1 else "fails"
+            problems.append(f"{_count(len(failed), f'{level} clause')} {verb}: {', '.join(failed)}")
+    if by_status.get("XPASS"):
+        xpass = by_status["XPASS"]
+        problems.append(
+            f"{_count(len(xpass), 'known failure')} passed (remove from known_failures): "
+            + ", ".join(xpass)
+        )
+    exit_status = header.get("exit_status", 0)
+    if not problems and exit_status not in (0, None):
+        problems.append(f"pytest's exit status is {exit_status} (see above)")
+    if problems:
+        return f"{name}: FAIL — " + "; ".join(problems)
+    parts = [f"{_count(len(by_status.get('PASS', [])), 'clause')} pass"]
+    if by_status.get("WARN"):
+        parts.append(f"{len(by_status['WARN'])} warn: {', '.join(by_status['WARN'])}")
+    if by_status.get("XFAIL"):
+        parts.append(f"{len(by_status['XFAIL'])} known failures as declared")
+    skipped = by_status.get("SKIP", [])
+    if skipped:
+        kinds = Counter(skip_kind(ran[cid]["reasons"]) for cid in skipped)
+        why = ", ".join(
+            kind if count == len(skipped) else f"{count} {kind}" for kind, count in kinds.items()
+        )
+        parts.append(f"{len(skipped)} skipped ({why})")
+    if not any(by_status.get(s) for s in ("PASS", "WARN", "XFAIL")):
+        return f"{name}: no clause ran" + (f" — {parts[-1]}" if skipped else "")
+    return f"{name}: PASS — " + ", ".join(parts)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _clause_set_lines(clause_set: Mapping[str, Any] | None, ran: Mapping[str, Any]) -> list[str]:
@@ -292,10 +488,39 @@ def _cell(status: str) -> str:
     return {"NOTRUN": "-"}.get(status, status)
 
 
+#: Failing tests listed per clause in the report (the rest are counted).
+MAX_TESTS_LISTED = 5
+
+
 def render_markdown(document: Mapping[str, Any]) -> str:
-    """``conformance.md``: the run header, a clause x backend matrix, per-clause details."""
-    header = document["header"]
+    """``conformance.md``: the run header and summary with the verdict, the clauses that failed
+    (with repro lines), those that warn and the known failures, the clause x backend matrix
+    (the Spark leg a column of its own), then the skipped clauses: those of capabilities not
+    claimed (with the targets that claim them) apart from the rest, and every skipped test."""
     out: list[str] = ["# Conformance report", ""]
+    out += _header_lines(document["header"])
+    out += ["", "## Summary", ""]
+    out += [f"    {line}" for line in [*summary_lines(document), "", verdict_line(document)]]
+    clauses = dict(document["clauses"])
+    tests = {t["nodeid"]: t for t in document["tests"]}
+    sections = (
+        ("Clauses that failed", ("FAIL", "XPASS")),
+        ("Clauses that warn (SHOULD, or newer than the pinned clause set)", ("WARN",)),
+        ("Known failures", ("XFAIL",)),
+    )
+    for title, statuses in sections:
+        chosen = [(cid, c) for cid, c in clauses.items() if c["status"] in statuses]
+        if chosen:
+            out += ["", f"## {title}", ""]
+            for cid, clause in chosen:
+                out += _failed_clause_lines(cid, clause, tests)
+    out += _matrix_lines(document)
+    out += _skipped_lines(document)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _header_lines(header: Mapping[str, Any]) -> list[str]:
+    out = []
     target = header.get("target", {})
     out.append(f"- target: **{target.get('name', '?')}** ({target.get('origin', '')})")
     if target.get("version"):
@@ -321,15 +546,37 @@ def render_markdown(document: Mapping[str, Any]) -> str:
                 "started", "finished", "exit_status"):  # fmt: skip
         if key in header:
             out.append(f"- {key.replace('_', ' ')}: {header[key]}")
-    out += ["", "## Summary", ""]
-    out += [f"    {line}" for line in summary_lines(document)]
+    return out
 
-    clauses = {cid: c for cid, c in document["clauses"].items()}
+
+def _failed_clause_lines(
+    cid: str, clause: Mapping[str, Any], tests: Mapping[str, Any]
+) -> list[str]:
+    """A clause that did not pass: its failing tests, what was wrong and how to rerun each."""
+    out = [f"### {cid} · {clause['level']} · {clause['status']} · {clause['title']}", ""]
+    failing = [
+        tests[nodeid]
+        for nodeid in clause["tests"]
+        if nodeid in tests and tests[nodeid]["status"] == clause["status"]
+    ]
+    for test in failing[:MAX_TESTS_LISTED]:
+        message = _wrong(test) or "(no message)"
+        out.append(f"- `{test['nodeid']}`: {test['status']}: {message}")
+        if test.get("repro"):
+            out += ["", "  ```", f"  {test['repro']}", "  ```"]
+    if len(failing) > MAX_TESTS_LISTED:
+        out.append(f"- ... and {len(failing) - MAX_TESTS_LISTED} more tests")
+    return [*out, ""]
+
+
+def _matrix_lines(document: Mapping[str, Any]) -> list[str]:
     columns = _columns(document)
-    out += ["", "## Clause x backend", ""]
+    out = ["", "## Clause x backend", ""]
+    if SPARK_LEG in columns:
+        out += ["The `spark` column holds the tests that ran on the Spark leg.", ""]
     out.append("| clause | level | title | " + " | ".join(columns) + " | result |")
     out.append("|---|---|---|" + "---|" * len(columns) + "---|")
-    for cid, clause in clauses.items():
+    for cid, clause in document["clauses"].items():
         cells = [_cell(clause["backends"].get(name, "NOTRUN")) for name in columns]
         title = clause["title"].replace("|", "\\|")
         out.append(
@@ -337,27 +584,66 @@ def render_markdown(document: Mapping[str, Any]) -> str:
             + " | ".join(cells)
             + f" | **{_cell(clause['status'])}** |"
         )
+    return out
 
-    details = [(cid, c) for cid, c in clauses.items() if c["status"] not in ("PASS", "NOTRUN")]
-    if details:
-        out += ["", "## Clauses that did not pass", ""]
-        by_id = {t["nodeid"]: t for t in document["tests"]}
-        for cid, clause in details:
-            out.append(f"### {cid} · {clause['level']} · {clause['status']} · {clause['title']}")
-            out.append("")
-            for nodeid in clause["tests"]:
-                test = by_id.get(nodeid)
-                if test is None or test["status"] == "PASS":
-                    continue
-                message = _first_line(test["message"]) or "(no message)"
-                out.append(f"- `{nodeid}`: {test['status']}: {message}")
-            out.append("")
-    return "\n".join(out).rstrip() + "\n"
+
+def _skipped_lines(document: Mapping[str, Any]) -> list[str]:
+    """The skipped clauses, those of capabilities not claimed first, then every skipped test
+    by reason."""
+    header = document["header"]
+    covering: Mapping[str, Sequence[str]] = header.get("covering_targets") or {}
+    skipped = [(cid, c) for cid, c in document["clauses"].items() if c["status"] == "SKIP"]
+    unclaimed = [(cid, c) for cid, c in skipped if skip_kind(c["reasons"]) == _SKIP_KINDS[0][0]]
+    out: list[str] = []
+    if unclaimed:
+        target = (header.get("target") or {}).get("name", "the target")
+        out += ["", "## Skipped: capabilities not claimed", ""]
+        out.append(f"Clauses of capabilities {target} does not claim; another target covers them.")
+        out += ["", "| clause | level | title | capability | covered by |", "|---|---|---|---|---|"]
+        for cid, clause in unclaimed:
+            caps = [
+                cap for cap in clause["capabilities"] if cap not in header.get("capabilities", [])
+            ]
+            caps = caps or list(clause["capabilities"])
+            names = list(dict.fromkeys(n for cap in caps for n in covering.get(cap, ())))
+            cover = ", ".join(f"`--impl={n}`" for n in names) or "no installed target"
+            title = clause["title"].replace("|", "\\|")
+            out.append(f"| {cid} | {clause['level']} | {title} | {', '.join(caps)} | {cover} |")
+    others = [(cid, c) for cid, c in skipped if (cid, c) not in unclaimed]
+    if others:
+        out += ["", "## Skipped for other reasons", ""]
+        for cid, clause in others:
+            out.append(f"- {cid} ({clause['title']}): {'; '.join(clause['reasons'])}")
+    out += _skipped_tests_lines(document)
+    return out
+
+
+def _skipped_tests_lines(document: Mapping[str, Any]) -> list[str]:
+    reasons: Mapping[str, int] = document["summary"].get("skip_reasons", {})
+    if not reasons:
+        return []
+    out = ["", "## Skipped tests, by reason", ""]
+    for reason, count in reasons.items():
+        nodeids = [
+            t["nodeid"]
+            for t in document["tests"]
+            if t["status"] == "SKIP" and (t["message"] or "(no reason)") == reason
+        ]
+        out += [f"<details><summary>{count} · {_html(reason)}</summary>", ""]
+        out += [f"- `{nodeid}`" for nodeid in nodeids]
+        out += ["", "</details>", ""]
+    return out
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _spark_line(spark: Mapping[str, Any]) -> str:
     """The Spark leg in one line: master, executors, jobs and tasks (or why it did not run)."""
     line = f"master {spark.get('master', '?')}"
+    if spark.get("status") == "not selected":
+        return "not selected (add spark to --backend)"
     if spark.get("status") == "skipped":
         return f"{line}: skipped ({spark.get('reason', '')})"
     if not spark.get("started"):

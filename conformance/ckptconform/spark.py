@@ -1,5 +1,6 @@
 """The Spark leg: one SparkSession per run, on which the ``SPK`` clauses run their workloads.
 
+The leg runs when ``--backend`` selects ``spark`` (as its default does).
 ``--spark-master`` picks the cluster (default ``local-cluster[2,1,1024]``: two executor JVMs,
 each with its own Python workers; ``local[N]`` and any cluster URL work too; ``none`` turns the
 leg off). The session starts on first use, is shared by every Spark test of the run and is
@@ -160,6 +161,11 @@ class SparkLeg:
     @property
     def started(self) -> bool:
         return self._session is not None
+
+    @property
+    def start_failed(self) -> bool:
+        """Whether a start was tried and failed (``start`` raises the same reason again)."""
+        return self._start_error is not None
 
     def start(self) -> None:
         """Start the session once; a failure is remembered and raised again."""

@@ -27,11 +27,14 @@ skips that capability's tests on the other legs with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import sys
 import traceback
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from ckptstore.api import CheckpointStorage
@@ -42,6 +45,7 @@ __all__ = [
     "TargetError",
     "UndeclaredOptionError",
     "capability_label",
+    "import_root_of",
     "load_target",
     "validate_target",
 ]
@@ -81,6 +85,8 @@ class Target:
     capability_schemes: Mapping[str, frozenset[str]] = field(default_factory=dict)
     #: the clause set (a suite version) the target pins; None: every clause counts
     clauses_as_of: str | None = None
+    #: the directory on ``sys.path`` its module was imported from (None: unknown)
+    import_root: str | None = None
 
     def make_storage(
         self,
@@ -149,7 +155,23 @@ def load_target(spec: str) -> Target:
             ) from exc
     own = getattr(obj, "version", None)
     version = own if isinstance(own, str) and own.strip() else _version_of(module_name)
-    return validate_target(obj, spec=spec, origin=origin, version=version)
+    target = validate_target(obj, spec=spec, origin=origin, version=version)
+    return dataclasses.replace(target, import_root=import_root_of(module_name))
+
+
+def import_root_of(module_name: str) -> str | None:
+    """The directory the (imported) module's top-level package or module was found in: the
+    ``sys.path`` entry a repro command needs on ``PYTHONPATH``."""
+    top = sys.modules.get(module_name.partition(".")[0])
+    if top is None:
+        return None
+    location = getattr(top, "__file__", None)
+    if location:
+        found = Path(location).resolve()
+        package = found.name == "__init__.py" or found.stem == "__init__"
+        return str(found.parent.parent if package else found.parent)
+    paths = list(getattr(top, "__path__", []) or [])  # a namespace package
+    return str(Path(paths[0]).resolve().parent) if paths else None
 
 
 def _resolve(spec: str) -> tuple[Any, str, str]:

@@ -19,7 +19,10 @@ from ckptconform.report import (
     aggregate,
     build_document,
     render_markdown,
+    skip_lines,
     summary_lines,
+    verdict_line,
+    what_was_wrong,
     write_report,
 )
 
@@ -202,7 +205,7 @@ def test_markdown_and_files(tmp_path):
     assert "| clause | level | title | local | moto | no backend | result |" in markdown
     assert f"| {IDS[0]} | {CLAUSES[IDS[0]].level} |" in markdown
     assert "| PASS | FAIL | - | **FAIL** |" in markdown
-    assert "`m.py::a[moto]`: FAIL: AssertionError: x" in markdown
+    assert "`m.py::a[moto]`: FAIL: x" in markdown  # what was wrong, without its type
     json_path, md_path = write_report(tmp_path / "deep" / "dir", doc)
     assert json.loads(json_path.read_text())["clauses"][IDS[0]]["status"] == "FAIL"
     assert md_path.read_text() == markdown
@@ -238,3 +241,77 @@ def test_failure_is_blamed_on_the_clause_it_names():
     doc = build_document({}, CLAUSES, [named, recorder.records["t::other"]], ["local"])
     assert doc["clauses"][IDS[1]]["status"] == "FAIL"
     assert doc["clauses"][IDS[0]]["status"] == "PASS"
+
+
+def test_verdict_line_names_what_failed_or_why_clauses_were_skipped():
+    doc = _document()
+    must = [cid for cid in IDS if CLAUSES[cid].level == "MUST"]
+    assert verdict_line(doc).startswith("fake: FAIL — ")
+    assert f"{IDS[0]}" in verdict_line(doc)
+    records = [
+        Outcome("m.py::a", [IDS[0]], "local", "PASS"),
+        Outcome("m.py::b", [IDS[1]], "local", "SKIP", message="capability q not claimed by fake"),
+        Outcome("m.py::c", [IDS[2]], "local", "SKIP", message="backend local has ledger=False"),
+    ]
+    header = {"target": {"name": "fake"}, "exit_status": 0}
+    passing = build_document(header, CLAUSES, records, ["local"])
+    assert verdict_line(passing) == (
+        "fake: PASS — 1 clause pass, 2 skipped (1 capabilities not claimed, "
+        "1 need a leg this run lacks)"
+    )
+    failing = build_document(
+        header, CLAUSES, [Outcome("m.py::a", must[:1], "local", "FAIL", message="x")], ["local"]
+    )
+    assert verdict_line(failing) == f"fake: FAIL — 1 MUST clause fails: {must[0]}"
+    errored = build_document({**header, "exit_status": 2}, CLAUSES, records, ["local"])
+    assert verdict_line(errored).startswith("fake: FAIL — pytest's exit status is 2")
+
+
+def test_skips_are_counted_by_reason():
+    records = [
+        Outcome(f"m.py::t{i}", [IDS[0]], "local", "SKIP", message=f"reason {i % 3}")
+        for i in range(7)
+    ]
+    doc = build_document({}, CLAUSES, records, ["local"])
+    assert doc["summary"]["skip_reasons"] == {"reason 0": 3, "reason 1": 2, "reason 2": 2}
+    lines = skip_lines(doc, limit=2)
+    assert lines[0].startswith("7 tests skipped, by reason")
+    assert lines[1:3] == ["     3  reason 0", "     2  reason 1"]
+    assert lines[3].strip() == "... and 1 more reasons (2 tests)"
+    assert skip_lines(doc, leave_out={"reason 0", "reason 1", "reason 2"}) == []
+
+
+def test_what_was_wrong_skips_the_sandbox_listing():
+    message = (
+        "[STR-2] state_size(size=1, got=-1)\nsandbox file:///x/y:\nfile:///x/y:\n  ./\n"
+        "  checkpoints/\nassert -1 == 1\n +  where -1 = handle.state_size"
+    )
+    assert what_was_wrong(message) == "[STR-2] state_size(size=1, got=-1): assert -1 == 1"
+    assert what_was_wrong("RuntimeError: boom") == "RuntimeError: boom"
+
+
+def test_a_long_message_keeps_its_step_and_what_was_wrong():
+    lines = ["[X-1] step(a=1)", "sandbox s:", *[f"  file{i}" for i in range(30)], "assert 1 == 2"]
+    recorder = _feed(
+        _Report(
+            "t::long",
+            "call",
+            "skipped",
+            _Longrepr(_Crash("\n".join(lines))),
+            kind="should",
+            wasxfail="SHOULD clause failed",
+        )
+    )
+    message = recorder.records["t::long"].message
+    assert "[X-1] step(a=1)" in message, message
+    assert message.endswith("assert 1 == 2"), message
+    assert "lines)" in message
+
+
+def test_spark_tests_have_their_own_column():
+    records = [
+        Outcome("m.py::a[local]", [IDS[0]], "local", "PASS"),
+        Outcome("m.py::s[local]", [IDS[0]], "local", "FAIL", message="x", spark=True),
+    ]
+    doc = build_document({"target": {"name": "fake"}}, CLAUSES, records, ["local", "spark"])
+    assert doc["clauses"][IDS[0]]["backends"] == {"local": "PASS", "spark": "FAIL"}

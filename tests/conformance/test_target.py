@@ -285,3 +285,20 @@ def test_suite_without_impl_is_a_usage_error(tmp_path):
     run = run_pytest(tmp_path, str(suite_dir()), "--co")
     assert run.returncode == 4, run
     assert "needs a target: run it with --impl=TARGET" in run.output, run
+
+
+def test_import_root_is_where_the_target_was_found(tmp_path, monkeypatch):
+    """A repro line puts this directory on PYTHONPATH when a fresh interpreter lacks it."""
+    from ckptconform.plugin import default_import_path
+    from ckptconform.target import load_target
+
+    package = tmp_path / "rootpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "sub.py").write_text(
+        "from ckptstore.targets import conformance_target as _t\nconformance_target = _t\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target = load_target("rootpkg.sub")
+    assert target.import_root == str(tmp_path.resolve())
+    assert target.import_root not in default_import_path()

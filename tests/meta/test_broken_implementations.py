@@ -47,13 +47,14 @@ def test_broken_implementation_fails_its_clause(module, tmp_path):
     on_spark = target.needs_spark
     if on_spark is None:
         on_spark = any(cid.startswith("SPK-") for cid in target.breaks)
-    legs = "--require-legs=spark" if on_spark else "--spark-master=none"
+    backends = [*target.backends, "spark"] if on_spark else list(target.backends)
+    legs = ["--require-legs=spark"] if on_spark else []
     modules = [str(SUITE / name) for name in target.suite_modules or _modules_of(target.breaks)]
     run = run_suite(
         f"ckptbroken.{module}",
-        ",".join(target.backends),
+        ",".join(backends),
         tmp_path,
-        legs,
+        *legs,
         f"--clauses={','.join(sorted(target.breaks))}",
         "--first-failure-per-clause",
         *modules,

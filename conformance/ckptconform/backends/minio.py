@@ -9,14 +9,41 @@ unchanged, so signed requests through the proxy are accepted.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ckptconform.backends.s3 import S3Backend, s3_missing_packages
 
-__all__ = ["MinioBackend"]
+__all__ = ["MinioBackend", "docker_problem"]
 
 MINIO_PORT = 9000
 _INSTALL = "pip install 'checkpoint-conformance[minio]'"
+
+
+def docker_problem(exc: BaseException) -> str:
+    """Why the Docker engine did not answer, in a few words: the operating system's error
+    found in the exception's chain (docker-py wraps it in requests' and urllib3's), with the
+    address it tried; else the exception's first line."""
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    for cause in _chain(exc):
+        if isinstance(cause, OSError) and cause.strerror:
+            return f"{cause.strerror.lower()} at {host}"
+    first_line = (str(exc).splitlines() or [""])[0].strip()
+    return first_line or type(exc).__name__
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception, its causes and contexts and the exceptions among their arguments."""
+    seen: list[BaseException] = []
+    pending = [exc]
+    while pending:
+        current = pending.pop(0)
+        if any(current is known for known in seen):
+            continue
+        seen.append(current)
+        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+        pending += [arg for arg in current.args if isinstance(arg, BaseException)]
+    return seen
 
 
 class MinioBackend(S3Backend):
@@ -40,8 +67,7 @@ class MinioBackend(S3Backend):
             finally:
                 client.close()
         except Exception as exc:
-            first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
-            return f"minio: no Docker engine ({first_line})"
+            return f"minio: no Docker engine answers (docker.from_env(): {docker_problem(exc)})"
         try:
             from testcontainers.community.minio import MinioContainer  # noqa: F401
         except ImportError as exc:
