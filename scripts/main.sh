@@ -9,9 +9,42 @@
 # arguments go to `ckptconform`
 # (e.g. --backend=local, which leaves the Spark leg out, or --impl=mypkg) and to pytest. The tests run in PYTEST_WORKERS
 # processes (default 2), a test module to each (one Spark cluster, for test_spk.py).
+# Without arguments (the README's command) the JobManager reference's run (scripts/jobmanager.sh)
+# goes alongside. Each report gets the fingerprint of the tree it ran on (scripts/report_reuse.py),
+# so that scripts/test.sh reuses it instead of running the suite again while the tree is the same.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/ckptconform --impl=ckptstore --backend=local,memory,moto,sftp,minio,s3rver,spark \
+export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}  # the meta-test's profile: its report is reusable
+tree=$(.venv/bin/python scripts/report_reuse.py fingerprint)
+started=$(date +%s)
+rm -f conformance-report/tree.json
+jobmanager=
+trap '[[ -z $jobmanager ]] || kill -TERM -- "-$jobmanager" "$jobmanager" 2>/dev/null || true' EXIT
+if [[ $# == 0 ]]; then
+  mkdir -p conformance-report
+  # its own session: the EXIT trap stops the whole run (pytest and its workers) on Ctrl-C
+  if command -v setsid >/dev/null; then alone=setsid; else alone=; fi
+  $alone bash scripts/jobmanager.sh >conformance-report/jobmanager.log 2>&1 &
+  jobmanager=$!
+  echo "main: the JobManager reference's run goes alongside (output: conformance-report/jobmanager.log)"
+fi
+status=0
+.venv/bin/ckptconform --impl=ckptstore --backend=local,memory,moto,sftp,minio,s3rver,spark \
   --require-legs=moto,sftp --report-dir conformance-report \
-  -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@"
+  -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
+if [[ $status == 0 || $status == 1 ]]; then
+  .venv/bin/python scripts/report_reuse.py stamp conformance-report "$tree" "$started" "$@"
+fi
+if [[ -n $jobmanager ]]; then
+  if wait "$jobmanager"; then jm=0; else jm=$?; fi
+  jobmanager=
+  if [[ $jm == 0 ]]; then
+    echo "main: the JobManager reference's run passed (conformance-report/jobmanager/conformance.md)"
+  else
+    tail -n 40 conformance-report/jobmanager.log
+    echo "main: the JobManager reference's run failed, exit $jm (conformance-report/jobmanager.log)"
+    [[ $status != 0 ]] || status=$jm
+  fi
+fi
+exit "$status"

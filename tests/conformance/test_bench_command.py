@@ -114,6 +114,11 @@ def test_quick_run_against_the_reference(tmp_path):
     assert (tmp_path / "docs" / "bench.png").read_bytes() == (out / "bench.png").read_bytes()
     assert "Targets" in run.stdout
     assert "written:" in run.stdout
+    assert run.stdout.splitlines()[-1].startswith("bench: PASS: S3 requests per checkpoint")
+    # piped: plain progress lines from the start, not a terminal bar
+    progress = run.stderr.splitlines()
+    assert progress[0] == "bench: ckptstore on local, moto: starting the legs"
+    assert any(line.endswith(" s)") and " steps (" in line for line in progress), progress
 
 
 @pytest.mark.timeout(300)
@@ -135,6 +140,8 @@ def test_a_head_per_stream_fails_the_run_whatever_the_ratios(tmp_path):
         assert row["operations"].get("HeadObject", 0) >= row["file_streams"] > 0, row
         assert row["requests"] > row["minimum"], row
     assert "GATE FAILED: S3 requests per checkpoint above the minimum" in run.stdout
+    verdict = run.stdout.splitlines()[-1]
+    assert verdict.startswith("bench: FAIL: S3 requests per checkpoint above the minimum (moto)")
 
 
 def test_a_target_without_file_state_gets_no_file_figures(tmp_path):

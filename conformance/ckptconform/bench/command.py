@@ -200,7 +200,7 @@ def _machine() -> dict[str, Any]:
 
 def _run(options: argparse.Namespace) -> int:
     from ckptconform.backends import BackendError, BackendPool, BackendSettings
-    from ckptconform.bench.goals import evaluate, gated_errors
+    from ckptconform.bench.goals import evaluate, gated_errors, verdict_line
     from ckptconform.bench.measure import Bench, Plan
     from ckptconform.bench.output import render_table, write_markdown, write_plot
     from ckptconform.bench.readme import CHART, readme_block, replace_block
@@ -213,6 +213,8 @@ def _run(options: argparse.Namespace) -> int:
         target = load_target(options.impl)
     except TargetError as exc:
         raise UsageError(str(exc)) from None
+    print(f"bench: {target.name} on {', '.join(options.legs)}: starting the legs",
+          file=sys.stderr, flush=True)  # fmt: skip
     settings = BackendSettings(s3_endpoint=options.s3_endpoint, s3_bucket=options.s3_bucket)
     try:
         pool = BackendPool(options.legs, settings)
@@ -314,6 +316,7 @@ def _run(options: argparse.Namespace) -> int:
         print(f"GATE FAILED: {check.describe()}")
     for error in errors:
         print(f"GATE FAILED: {error}")
+    print(verdict_line(checks, errors))
     return 0 if document["gate"]["passed"] else 1
 
 

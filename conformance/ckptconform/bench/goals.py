@@ -38,6 +38,7 @@ __all__ = [
     "THROUGHPUT_RATIO",
     "evaluate",
     "gated_errors",
+    "verdict_line",
 ]
 
 MIB = 1 << 20
@@ -173,3 +174,20 @@ def gated_errors(document: Mapping[str, Any]) -> list[str]:
         if not row.get("completed", True):
             errors.append(f"S3 requests per checkpoint: {row['what']} did not complete")
     return errors
+
+
+def verdict_line(checks: list[Check], errors: list[str]) -> str:
+    """The run's last line: PASS or FAIL and why, in one sentence."""
+    failures = [c.describe() for c in checks if c.gated and not c.passed] + errors
+    if failures:
+        more = f" (and {len(failures) - 1} more above)" if len(failures) > 1 else ""
+        return f"bench: FAIL: {failures[0]}{more}."
+    gated = [c for c in checks if c.gated]
+    if not gated:
+        return "bench: PASS: nothing gated was measured (ratios are reported, never gated)."
+    what = []
+    if any(c.name.startswith("S3 requests") for c in gated):
+        what.append("S3 requests per checkpoint at the minimum")
+    if any(c.name.startswith("peak RSS") for c in gated):
+        what.append("peak RSS within the write buffer + 64 MiB")
+    return f"bench: PASS: {' and '.join(what)}; ratios are reported, never gated."

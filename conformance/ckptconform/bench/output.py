@@ -4,7 +4,8 @@ The same sections go to the terminal (``rich`` tables when installed, plain text
 and to ``bench.md``: the figures (median, min..max of every variant), the ratios per
 repetition, peak RSS, S3 requests per checkpoint, the suite's wall time, and the targets with
 their verdicts. The chart (matplotlib, without a display) draws write and read throughput per
-size and leg, the inline path, the threads figure and peak RSS against its bound. Both
+size and leg, the inline path, the threads figure and peak RSS against its bound, each variant
+in one colour throughout. Both
 libraries come with the ``budget`` extra; without matplotlib the chart is left out with a note.
 """
 
@@ -12,7 +13,10 @@ from __future__ import annotations
 
 import io
 import math
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -275,9 +279,33 @@ def write_markdown(document: Mapping[str, Any], checks: Sequence[Check], path: P
 
 # --------------------------------------------------------------------------- the chart
 
+#: one colour per variant in every panel (a thread count changes the hatching, not the colour)
+VARIANT_COLOURS = {
+    "target": "tab:blue",
+    "fsspec+fsync": "tab:orange",
+    "fsspec": "tab:green",
+    "disk": "tab:gray",
+    "flink": "tab:purple",
+    "java+fsync": "tab:brown",
+    "io.BytesIO": "tab:olive",
+}
+SPARE_COLOURS = ("tab:pink", "tab:cyan", "tab:red")
+_THREADS = re.compile(r"(?P<variant>.+) x(?P<threads>\d+)")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One chart panel: a title, x tick labels, and per variant the summary at each tick."""
+
+    title: str
+    ticks: list[str]
+    values: dict[str, list[Mapping[str, Any] | None]]
+    bound: tuple[float, str] | None = None
+
 
 def write_plot(document: Mapping[str, Any], path: Path) -> Path | None:
-    """``bench.png``: throughput per figure and variant (medians, min..max as error bars)."""
+    """``bench.png``: every figure as bars (medians, labelled, whiskers min..max) on a linear
+    scale, a variant in the same colour in every panel, one legend above the panels."""
     try:
         import matplotlib
 
@@ -287,92 +315,152 @@ def write_plot(document: Mapping[str, Any], path: Path) -> Path | None:
         print("ckptconform bench: matplotlib is not installed; no chart (pip install "
               "'checkpoint-conformance[budget]')")  # fmt: skip
         return None
-    figures = [f for f in document.get("figures", []) if not f.get("error") and f["values"]]
-    legs = list(dict.fromkeys(f["leg"] for f in figures if f["group"] in ("write", "read")))
-    panels: list[tuple[str, list[Mapping[str, Any]]]] = [
-        (f"file-backed {group}, {leg} (GiB/s)",
-         [f for f in figures if f["group"] == group and f["leg"] == leg])
-        for leg in legs
-        for group in ("write", "read")
-    ]  # fmt: skip
-    panels += [
-        ("inline path (states/s, log)", [f for f in figures if f["group"] == "inline"]),
-        ("threads (GiB/s)", [f for f in figures if f["group"] == "threads"]),
-    ]
-    rss = [e for e in document.get("rss", []) if not e.get("error")]
-    count = sum(1 for _, group in panels if group) + (1 if rss else 0)
-    if count == 0:
+    panels = chart_panels(document)
+    if not panels:
         return None
-    columns = 2
-    rows = (count + 1) // 2
-    chart, axes_grid = plt.subplots(rows, columns, figsize=(14, 4.2 * rows), dpi=100,
-                                    squeeze=False)  # fmt: skip
+    colours = _colours(panels)
+    rows = (len(panels) + 1) // 2
+    chart, axes_grid = plt.subplots(rows, 2, figsize=(14, 3.9 * rows + 1.2), dpi=100,
+                                    squeeze=False, layout="constrained")  # fmt: skip
     axes_list = [ax for row in axes_grid for ax in row]
-    index = 0
-    for title, group in panels:
-        if not group:
-            continue
-        _bars(axes_list[index], title, group, log=title.startswith("inline"))
-        index += 1
-    if rss:
-        _rss_bars(axes_list[index], rss)
-        index += 1
-    for ax in axes_list[index:]:
-        ax.axis("off")
+    for axes, panel in zip(axes_list, panels, strict=False):
+        _draw_panel(axes, panel, colours)
+    for axes in axes_list[len(panels) :]:
+        axes.axis("off")
     target = document["target"]
     chart.suptitle(
-        f"ckptconform bench: {target['name']} ({'quick' if document.get('quick') else 'full'}"
-        f" run, median of {document['plan']['reps']}, bars min..max)"
+        f"ckptconform bench: {target['name']}, {'quick' if document.get('quick') else 'full'} "
+        f"run: medians of {document['plan']['reps']} repetitions (labelled), whiskers min..max"
     )
-    chart.tight_layout()
+    handles = _legend_handles(panels, colours)
+    if len(panels) < len(axes_list):  # the free cell holds the legend
+        axes_list[-1].legend(handles=handles, loc="center", ncols=2, title="variants")
+    else:
+        chart.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 9),
+                     frameon=False)  # fmt: skip
     chart.savefig(path)
     plt.close(chart)
     return path
 
 
-def _bars(axes: Any, title: str, group: Sequence[Mapping[str, Any]], *, log: bool) -> None:
-    variants: list[str] = []
-    for figure in group:
-        for variant in figure["values"]:
-            if variant not in variants:
-                variants.append(variant)
+def chart_panels(document: Mapping[str, Any]) -> list[Panel]:
+    """The panels of ``bench.png``, in order: writes and reads per leg, the inline path, the
+    threads figure, peak RSS."""
+    figures = [f for f in document.get("figures", []) if not f.get("error") and f["values"]]
+    panels: list[Panel] = []
+    legs = list(dict.fromkeys(f["leg"] for f in figures if f["group"] in ("write", "read")))
+    for leg in legs:
+        for group in ("write", "read"):
+            chosen = [f for f in figures if f["group"] == group and f["leg"] == leg]
+            if chosen:
+                ticks = [f"{int(f['size']) >> 20} MiB" for f in chosen]
+                panels.append(_panel(f"file-backed {group}, {leg} (GiB/s)", ticks, chosen))
+    for figure in (f for f in figures if f["group"] == "inline"):
+        what = str(figure["label"]).removeprefix("inline ")
+        panels.append(_panel(f"inline path ({figure['unit']})", [what], [figure]))
+    threads = [f for f in figures if f["group"] == "threads"]
+    if threads:
+        what = str(threads[0]["label"]).rsplit(", ", 1)[0]
+        panels.append(_panel(f"{what} (GiB/s)", [str(f["leg"]) for f in threads], threads))
+    rss = [e for e in document.get("rss", []) if not e.get("error") and e.get("growth")]
+    if rss:
+        legs = list(dict.fromkeys(str(e["leg"]) for e in rss))
+        values: dict[str, list[Mapping[str, Any] | None]] = {}
+        for entry in rss:
+            column = values.setdefault(str(entry["variant"]), [None] * len(legs))
+            column[legs.index(str(entry["leg"]))] = entry["growth"]
+        bound = (max(int(e["write_buffer"]) for e in rss) + 64 * MIB) / MIB
+        size = max(int(e["size"]) for e in rss) // MIB
+        panels.append(
+            Panel(
+                f"peak RSS growth writing {size} MiB through one stream (MiB)",
+                legs,
+                values,
+                (bound, f"bound {bound:.0f} MiB"),
+            )
+        )
+    return panels
+
+
+def _panel(title: str, ticks: list[str], figures: Sequence[Mapping[str, Any]]) -> Panel:
+    values: dict[str, list[Mapping[str, Any] | None]] = {}
+    for index, figure in enumerate(figures):
+        for variant, value in figure["values"].items():
+            values.setdefault(variant, [None] * len(figures))[index] = value
+    return Panel(title, ticks, values)
+
+
+def _base(variant: str) -> tuple[str, int | None]:
+    """A variant's name without its thread count, and the count (``target x8``: 8)."""
+    match = _THREADS.fullmatch(variant)
+    if match is None:
+        return variant, None
+    return match["variant"], int(match["threads"])
+
+
+def _colours(panels: Sequence[Panel]) -> dict[str, str]:
+    """A colour per variant (thread counts aside), the same in every panel."""
+    colours: dict[str, str] = {}
+    spare = iter(SPARE_COLOURS * len(panels))
+    for panel in panels:
+        for variant in panel.values:
+            base, _ = _base(variant)
+            if base not in colours:
+                colours[base] = VARIANT_COLOURS.get(base) or next(spare, "black")
+    return colours
+
+
+def _thread_counts(panels: Sequence[Panel]) -> list[int]:
+    counts = {_base(v)[1] for panel in panels for v in panel.values}
+    return sorted(c for c in counts if c is not None)
+
+
+def _hatch(variant: str, counts: Sequence[int]) -> str | None:
+    """Fewer threads hatched, the most threads solid."""
+    threads = _base(variant)[1]
+    return "///" if threads is not None and threads != max(counts) else None
+
+
+def _legend_handles(panels: Sequence[Panel], colours: Mapping[str, str]) -> list[Any]:
+    from matplotlib.patches import Patch
+
+    handles: list[Any] = [Patch(color=colour, label=name) for name, colour in colours.items()]
+    counts = _thread_counts(panels)
+    for count in counts:
+        hatch = _hatch(f"x x{count}", counts)
+        label = f"{count} thread{'s' if count > 1 else ''}"
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch=hatch, label=label))
+    return handles
+
+
+def _draw_panel(axes: Any, panel: Panel, colours: Mapping[str, str]) -> None:
+    variants = list(panel.values)
+    counts = _thread_counts([panel])
     width = 0.8 / max(1, len(variants))
+    bars = sum(1 for column in panel.values.values() for value in column if value is not None)
+    vertical = bars > 8
+    top = 0.0
     for i, variant in enumerate(variants):
-        xs, heights, low, high = [], [], [], []
-        for j, figure in enumerate(group):
-            value = figure["values"].get(variant)
+        for j, value in enumerate(panel.values[variant]):
             if value is None:
                 continue
-            xs.append(j + (i - (len(variants) - 1) / 2) * width)
-            heights.append(value["median"])
-            low.append(value["median"] - value["min"])
-            high.append(value["max"] - value["median"])
-        axes.bar(xs, heights, width, yerr=[low, high], capsize=2, label=variant)
-    axes.set_xticks(range(len(group)))
-    axes.set_xticklabels([_short_label(f) for f in group], fontsize="small")
-    if log:
-        axes.set_yscale("log")
-    axes.set_title(title)
-    axes.legend(fontsize="small")
-    axes.grid(True, axis="y", alpha=0.3)
-
-
-def _short_label(figure: Mapping[str, Any]) -> str:
-    if figure["group"] in ("write", "read") and figure.get("size"):
-        return f"{int(figure['size']) >> 20} MiB"
-    label = str(figure["label"])
-    return label if len(label) < 40 else label[:37] + "..."
-
-
-def _rss_bars(axes: Any, entries: Sequence[Mapping[str, Any]]) -> None:
-    labels = [f"{e['leg']}\n{e['variant']}" for e in entries]
-    values = [e["growth"]["median"] for e in entries]
-    axes.bar(range(len(entries)), values, 0.6, color="tab:purple")
-    bound = (max(int(e["write_buffer"]) for e in entries) + 64 * MIB) / MIB
-    axes.axhline(bound, color="tab:red", linestyle="--", label=f"bound {bound:.0f} MiB")
-    axes.set_xticks(range(len(entries)))
-    axes.set_xticklabels(labels, fontsize="small")
-    size = max(int(e["size"]) for e in entries) // MIB
-    axes.set_title(f"peak RSS growth writing {size} MiB through one stream (MiB)")
-    axes.legend(fontsize="small")
+            x = j + (i - (len(variants) - 1) / 2) * width
+            median, low, high = (float(value[k]) for k in ("median", "min", "max"))
+            axes.bar(x, median, width, color=colours[_base(variant)[0]], edgecolor="white",
+                     hatch=_hatch(variant, counts), yerr=[[median - low], [high - median]],
+                     capsize=2, error_kw={"elinewidth": 0.8})  # fmt: skip
+            axes.annotate(number(median), (x, high), xytext=(0, 2), textcoords="offset points",
+                          ha="center", va="bottom", fontsize=7,
+                          rotation=90 if vertical else 0)  # fmt: skip
+            top = max(top, high)
+    if panel.bound is not None:
+        level, text = panel.bound
+        axes.axhline(level, color="black", linestyle="--", linewidth=1)
+        axes.annotate(text, (0, level), xycoords=("axes fraction", "data"), xytext=(4, 3),
+                      textcoords="offset points", ha="left", va="bottom", fontsize=8)  # fmt: skip
+        top = max(top, level)
+    axes.set_ylim(0, (top or 1) * (1.3 if vertical else 1.15))
+    axes.set_xticks(range(len(panel.ticks)))
+    axes.set_xticklabels([textwrap.fill(t, 28) for t in panel.ticks], fontsize="small")
+    axes.set_title(panel.title)
     axes.grid(True, axis="y", alpha=0.3)

@@ -1,0 +1,92 @@
+"""scripts/setup.sh installs the project only when pyproject.toml or the extras changed.
+
+The script runs in a copy of the repository's skeleton whose ``.venv/bin/python`` is a wrapper:
+it logs every ``pip install`` it is asked for (and does nothing else for those) and runs
+anything else with this interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+WRAPPER = """#!/bin/sh
+if [ "$1 $2 $3" = "-m pip install" ]; then
+  echo "pip install $* PYTHONWARNINGS=$PYTHONWARNINGS" >>"{log}"
+  exit 0
+fi
+exec "{python}" "$@"
+"""
+
+
+def _skeleton(tmp_path: Path) -> Path:
+    """A directory with setup.sh, pyproject.toml and a .venv whose python logs pip installs."""
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "setup.sh", root / "scripts" / "setup.sh")
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    bin_dir = root / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    python = bin_dir / "python"
+    python.write_text(WRAPPER.format(log=tmp_path / "pip.log", python=sys.executable))
+    python.chmod(0o755)
+    console_script = bin_dir / "ckptconform"
+    console_script.write_text("#!/bin/sh\n")
+    console_script.chmod(0o755)
+    return root
+
+
+def _setup(root: Path, extras: str = "[dev]") -> str:
+    env = {**os.environ, "CKPT_EXTRAS": extras, "PYTHON": sys.executable}
+    done = subprocess.run(
+        ["bash", "scripts/setup.sh"], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+def _installs(tmp_path: Path) -> list[str]:
+    log = tmp_path / "pip.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_second_run_installs_nothing(tmp_path):
+    root = _skeleton(tmp_path)
+    assert _setup(root) == ""
+    assert len(_installs(tmp_path)) == 1
+    assert _setup(root) == ""
+    assert len(_installs(tmp_path)) == 1
+
+
+def test_changed_pyproject_or_extras_installs_again(tmp_path):
+    root = _skeleton(tmp_path)
+    _setup(root)
+    with (root / "pyproject.toml").open("a") as pyproject:
+        pyproject.write("# changed\n")
+    _setup(root)
+    assert len(_installs(tmp_path)) == 2
+    _setup(root, extras="[s3]")
+    assert _installs(tmp_path)[-1].startswith("pip install -m pip install --quiet")
+    assert "-e .[s3]" in _installs(tmp_path)[-1]
+
+
+def test_install_silences_setuptools_editable_notice(tmp_path):
+    root = _skeleton(tmp_path)
+    _setup(root)
+    (line,) = _installs(tmp_path)
+    assert line.endswith("PYTHONWARNINGS=ignore:Editable installation")
+
+
+def test_failed_install_leaves_no_stamp(tmp_path):
+    root = _skeleton(tmp_path)
+    python = root / ".venv" / "bin" / "python"
+    python.write_text(python.read_text().replace("exit 0", "exit 3"))
+    env = {**os.environ, "CKPT_EXTRAS": "[dev]", "PYTHON": sys.executable}
+    done = subprocess.run(["bash", "scripts/setup.sh"], cwd=root, env=env, capture_output=True)
+    assert done.returncode == 3
+    assert not (root / ".venv" / ".ckpt-setup-stamp").exists()
