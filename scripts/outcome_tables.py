@@ -24,13 +24,13 @@ Table = dict[str, dict[str, str]]
 
 
 def _reports(paths: list[Path]) -> list[Path]:
-    found: list[Path] = []
+    """The reports under ``paths``, each once (pytest's ``*current`` links name a directory
+    twice)."""
+    found: dict[Path, Path] = {}
     for path in paths:
-        if path.is_dir():
-            found.extend(sorted(path.rglob("conformance.json")))
-        else:
-            found.append(path)
-    return found
+        for report in sorted(path.rglob("conformance.json")) if path.is_dir() else [path]:
+            found.setdefault(report.resolve(), report)
+    return list(found.values())
 
 
 def _rows(report: dict[str, Any]) -> dict[str, str]:
