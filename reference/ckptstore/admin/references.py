@@ -1,0 +1,132 @@
+"""The files a completed checkpoint or savepoint needs: its ``_metadata`` resolved to stores.
+
+A ``_metadata`` (``ckptstore.flink_metadata``) names state in three ways: inline bytes (held in
+the metadata itself), files by absolute path (``FileHandle``; Flink spells a local one
+``file:/dir/f``), files relative to the directory the metadata lies in (``RelativeFileHandle``,
+savepoints and exclusive checkpoint state) and segments of merged files (file merging). Many
+handles may name one physical file (channel state of unaligned checkpoints shares a file per
+subtask at offsets; merged segments share a file), so the answer is one :class:`FileReference`
+per file with the number of bytes the file must hold for every handle on it to read: at least
+the handle's size for a whole file, ``start + size`` for a segment.
+
+A path that no store of the reference can reach (an unknown scheme such as Presto's ``s3p``,
+a ``..`` that climbs out of its root) is not guessed at: it is listed in
+:attr:`CheckpointReferences.unresolved` as Flink spelled it, so an audit reports it instead of
+calling the checkpoint intact. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ckptstore.errors import CheckpointStorageError
+from ckptstore.flink_metadata import (
+    ByteStreamHandle,
+    CheckpointMetadata,
+    FileHandle,
+    RelativeFileHandle,
+    SegmentFileHandle,
+    stream_handles,
+)
+from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.stores.registry import is_available_scheme
+
+__all__ = [
+    "CheckpointReferences",
+    "FileReference",
+    "checkpoint_references",
+    "referenced_urls",
+    "resolve_flink_path",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FileReference:
+    """One physical file a checkpoint reads, and how many bytes it must hold at least."""
+
+    #: the file's canonical URL (``StoragePath.url``)
+    url: str
+    #: the largest ``size`` of a whole-file handle or ``start + size`` of a segment on it
+    needed_bytes: int
+    #: how many handles of the metadata read this file
+    handles: int
+    #: named relative to the metadata's directory (``RelativeFileHandle``): moves with it
+    relative: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointReferences:
+    """What one ``_metadata`` needs from its stores (module docstring)."""
+
+    checkpoint_id: int
+    #: the directory the metadata was read from (relative handles resolve against it)
+    directory: str
+    #: one entry per physical file, sorted by URL
+    files: tuple[FileReference, ...]
+    #: bytes of state held inline in the metadata (``ByteStreamStateHandle``)
+    inline_bytes: int
+    #: paths as Flink spelled them that no store of the reference reaches, sorted
+    unresolved: tuple[str, ...]
+
+    @property
+    def referenced_bytes(self) -> int:
+        """Bytes the checkpoint reads from files (the needed bytes of every file)."""
+        return sum(f.needed_bytes for f in self.files)
+
+
+def resolve_flink_path(text: str) -> StoragePath | None:
+    """A path as a Flink handle spells it, as a location of the reference; ``None`` when no
+    store of the reference reaches it (unknown scheme, malformed, climbs out of its root)."""
+    try:
+        location = parse_storage_path(text)
+    except (CheckpointStorageError, ValueError):
+        return None
+    return location if is_available_scheme(location.scheme) else None
+
+
+def checkpoint_references(
+    metadata: CheckpointMetadata, directory: StoragePath
+) -> CheckpointReferences:
+    """Every file ``metadata`` (read from ``directory``/``_metadata``) needs (module docstring)."""
+    needed: dict[str, list[int]] = {}
+    relative: set[str] = set()
+    unresolved: set[str] = set()
+    inline = 0
+    for handle in stream_handles(metadata):
+        if isinstance(handle, ByteStreamHandle):
+            inline += len(handle.data)
+            continue
+        if isinstance(handle, RelativeFileHandle):
+            text = f"{directory.url.rstrip('/')}/{handle.relative_path}"
+            extent = handle.state_size
+        elif isinstance(handle, FileHandle):
+            text, extent = handle.path, handle.state_size
+        elif isinstance(handle, SegmentFileHandle):
+            text, extent = handle.path, handle.start + handle.state_size
+        else:  # key-group wrappers (their delegate follows), empty segments: no file of their own
+            continue
+        location = resolve_flink_path(text)
+        if location is None:
+            unresolved.add(handle.relative_path if isinstance(handle, RelativeFileHandle) else text)
+            continue
+        entry = needed.setdefault(location.url, [0, 0])
+        entry[0] = max(entry[0], extent)
+        entry[1] += 1
+        if isinstance(handle, RelativeFileHandle):
+            relative.add(location.url)
+    return CheckpointReferences(
+        checkpoint_id=metadata.checkpoint_id,
+        directory=directory.url,
+        files=tuple(
+            FileReference(url, extent, count, url in relative)
+            for url, (extent, count) in sorted(needed.items())
+        ),
+        inline_bytes=inline,
+        unresolved=tuple(sorted(unresolved)),
+    )
+
+
+def referenced_urls(references: Iterable[CheckpointReferences]) -> frozenset[str]:
+    """The URLs of every file any of ``references`` needs."""
+    return frozenset(f.url for r in references for f in r.files)
