@@ -25,6 +25,7 @@ the plugin skips the leg's later tests with that message.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -92,18 +93,39 @@ class S3rverBackend(S3Backend):
         return cache_dir() / "node_modules" / "s3rver" / "bin" / "s3rver.js"
 
     def _install(self) -> None:
+        """Install s3rver into the cache once, atomically: test workers start the leg at the
+        same moment, so one installs under a file lock into a fresh directory and renames it
+        into place; the others wait and find it there (never a half-installed tree)."""
         target = cache_dir()
-        target.mkdir(parents=True, exist_ok=True)
-        completed = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(target),
-             f"s3rver@{S3RVER_VERSION}"],
-            capture_output=True, text=True, timeout=600, check=False,
-        )  # fmt: skip
-        if completed.returncode != 0 or not self._script().exists():
-            raise BackendUnavailableError(
-                f"s3rver: npm install s3rver@{S3RVER_VERSION} failed: "
-                + (completed.stderr or completed.stdout).strip()[-500:]
-            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.parent / f"{target.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if not self._script().exists():
+                    self._install_into(target)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _install_into(self, target: Path) -> None:
+        staging = Path(tempfile.mkdtemp(prefix=f"{target.name}-", dir=target.parent))
+        try:
+            completed = subprocess.run(
+                ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
+                 str(staging), f"s3rver@{S3RVER_VERSION}"],
+                capture_output=True, text=True, timeout=600, check=False,
+            )  # fmt: skip
+            script = staging / self._script().relative_to(target)
+            if completed.returncode != 0 or not script.exists():
+                output = (completed.stderr or completed.stdout).strip()[-500:]
+                raise BackendUnavailableError(
+                    f"s3rver: npm install s3rver@{S3RVER_VERSION} failed (exit code "
+                    f"{completed.returncode}): {output or 'npm printed nothing'}"
+                )
+            if target.exists():  # an incomplete tree left by an interrupted install
+                shutil.rmtree(target)
+            os.rename(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def _start(self) -> None:
         if not self._script().exists():
