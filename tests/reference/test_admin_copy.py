@@ -299,6 +299,20 @@ def test_a_failure_midway_lists_what_was_copied_and_writes_no_metadata(
     assert not MEMORY.exists(dest.child("_metadata").path)
 
 
+def test_a_failing_progress_callback_fails_the_copy(memory_base: str) -> None:
+    tree = build_tree(MEMORY, memory_base)
+    dest = parse_storage_path(memory_base + "/dr")
+
+    def stop(_: Any) -> None:
+        raise RuntimeError("interrupted by the caller")
+
+    with pytest.raises(CopyFailedError, match="interrupted by the caller") as caught:
+        copy_checkpoint(tree.pointer, dest.url, workers=1, on_copied=stop)
+    assert len(caught.value.copied) == 1
+    assert MEMORY.exists(parse_storage_path(caught.value.copied[0]).path)
+    assert not MEMORY.exists(dest.child("_metadata").path)
+
+
 def test_a_reference_no_store_reaches_refuses_the_copy(local_base: str, tmp_path: Path) -> None:
     tree = build_tree(LOCAL, local_base)
     metadata = v.CheckpointMetadata(

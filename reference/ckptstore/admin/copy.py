@@ -195,7 +195,8 @@ def copy_checkpoint(
 
     ``storage_options``: fsspec options of the source's stores (and of ``dest``'s unless
     ``dest_storage_options`` is given); ``file`` and ``memory`` take none. ``on_copied`` is
-    called (from worker threads) after each file.
+    called from the worker thread after each file (progress); an exception it raises fails
+    the copy like a failed file.
 
     Raises ``InvalidPointerError``/``CheckpointNotFoundError``/``MetadataFormatError`` for a
     pointer that names no readable ``_metadata``, ``RelocationError`` for a checkpoint that
@@ -359,14 +360,15 @@ class _Copier:
             raise _failure(dest, [], None, exc, len(placements)) from exc
         failure: tuple[Placement, BaseException] | None = None
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(self._copy, p, sizes[p.source]): p for p in placements}
+            futures = {pool.submit(self._copy_and_tell, p, sizes[p.source]): p for p in placements}
             for future in as_completed(futures):
                 if future.cancelled():
                     continue
                 error = future.exception()
                 if error is None:
-                    copied.append(future.result())
-                elif failure is None:
+                    done, error = future.result()
+                    copied.append(done)
+                if error is not None and failure is None:
                     failure = (futures[future], error)
                     for pending in futures:
                         pending.cancel()
@@ -376,6 +378,19 @@ class _Copier:
                 dest, [f.target for f in copied], placement.source, error, len(placements)
             ) from error
         return copied
+
+    def _copy_and_tell(
+        self, placement: Placement, size: int
+    ) -> tuple[CopiedFile, Exception | None]:
+        """``_copy``, then ``on_copied`` (in this worker thread); what the callback raised
+        fails the copy, the file counting as copied."""
+        done = self._copy(placement, size)
+        if self._on_copied is not None:
+            try:
+                self._on_copied(done)
+            except Exception as exc:
+                return done, exc
+        return done, None
 
     def _copy(self, placement: Placement, size: int) -> CopiedFile:
         source = parse_storage_path(placement.source)
@@ -390,10 +405,7 @@ class _Copier:
             copy_exclusive(source_fs, source, target, size)
         else:
             _stream(source_fs, source, self._dest_fs, target, size)
-        done = CopiedFile(placement.source, target.url, size, server_side)
-        if self._on_copied is not None:
-            self._on_copied(done)
-        return done
+        return CopiedFile(placement.source, target.url, size, server_side)
 
 
 def _stream(
