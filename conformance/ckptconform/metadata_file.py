@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import flinkmeta
 from ckptstore.api import CheckpointedStateScope, FileStateHandle, RelativeFileStateHandle
@@ -37,6 +37,7 @@ __all__ = [
     "PlacedState",
     "encode_metadata",
     "flink_handle",
+    "in_flink_order",
     "key_group_range",
     "master_state",
     "operator_id",
@@ -51,6 +52,7 @@ MAX_PARALLELISM = 128
 NULL_PROPERTIES = b"\xac\xed\x00\x05p"
 #: names the ids of operators, handles and backends (uuid5): the same job gives the same bytes
 _NAMESPACE = uuid.UUID("6f1d3c2e-8a47-4f0e-9d51-2b7c0e4a9f13")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,14 @@ def key_group_range(subtask: int, parallelism: int, max_parallelism: int) -> tup
     start = (subtask * max_parallelism + parallelism - 1) // parallelism
     end = ((subtask + 1) * max_parallelism - 1) // parallelism
     return start, end - start + 1
+
+
+def in_flink_order(items: Iterable[_T], kind_of: Callable[[_T], str]) -> list[_T]:
+    """One subtask's states in the order its Flink subtask state holds them: task-owned state
+    (operator state) first, then shared, then exclusive state (keyed state), each in the
+    order given."""
+    rank = {CheckpointedStateScope.SHARED.value: 1, CheckpointedStateScope.EXCLUSIVE.value: 2}
+    return sorted(items, key=lambda item: rank.get(kind_of(item), 0))
 
 
 def flink_handle(handle: Any) -> fm.StreamHandle:

@@ -5,10 +5,14 @@ returns Flink's ``CheckpointMetadata`` (a py4j object); ``summary(metadata)`` tu
 plain Python values: the checkpoint id, each operator (id, parallelism, maximum parallelism,
 name, uid, fully finished or not, coordinator state size, its subtasks) and every stream state
 handle Flink holds, nested ones too, as tuples (kind, path or name, size, offsets...) — what a
-Python reader of the same bytes must agree on. ``store(metadata)`` writes it back with Flink's
-current serializer (version 6). Java exceptions come back as the contract's built-in types
-(``gateway.java_errors``): Flink's ``IOException`` as ``OSError``, its ``checkState`` as
-``ValueError``, anything else as ``RuntimeError``.
+Python reader of the same bytes must agree on. ``subtask_streams(metadata)`` gives the Java
+stream state handles of each operator's subtask, in the order the subtask state holds them
+(operator state, then keyed state: a key-group handle's delegate, an incremental snapshot's
+shared, then private files), and ``read_state(handle)`` reads one with Flink itself (its
+``openInputStream``, on Flink's own file systems).
+``store(metadata)`` writes it back with Flink's current serializer (version 6). Java exceptions
+come back as the contract's built-in types (``gateway.java_errors``): Flink's ``IOException``
+as ``OSError``, its ``checkState`` as ``ValueError``, anything else as ``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 from ckptconform.flink.gateway import gateway, java_errors, jvm
 
-__all__ = ["StreamEntry", "load", "store", "summary"]
+__all__ = ["StreamEntry", "load", "read_state", "store", "subtask_streams", "summary"]
 
 #: (kind, ...): ("file", path, size), ("relative", relative path, size, resolved path),
 #: ("bytes", name, size), ("segment", path, start, size, scope, logical file id),
@@ -66,6 +70,45 @@ def summary(metadata: Any) -> dict[str, Any]:
             "operators": operators,
             "streams": streams,
         }
+
+
+def subtask_streams(metadata: Any) -> dict[tuple[str, int], list[Any]]:
+    """(operator id in hex, subtask index) -> the Java stream state handles of that subtask's
+    state (see the module docstring); an incremental snapshot's metadata handle is left out."""
+    gateway()
+    with java_errors("listing the handles of Flink's CheckpointMetadata"):
+        found: dict[tuple[str, int], list[Any]] = {}
+        for op in _items(metadata.getOperatorStates()):
+            states = op.getSubtaskStates()
+            for index in sorted(int(i) for i in states.keySet().toArray()):
+                state = states.get(index)
+                handles: list[Any] = []
+                for handle in _items(state.getManagedOperatorState()) + _items(
+                    state.getRawOperatorState()
+                ):
+                    handles.append(handle.getDelegateStateHandle())
+                for handle in _items(state.getManagedKeyedState()) + _items(
+                    state.getRawKeyedState()
+                ):
+                    name = str(handle.getClass().getName())
+                    if name == _STATE + "IncrementalRemoteKeyedStateHandle":
+                        for item in list(handle.getSharedState()) + list(handle.getPrivateState()):
+                            handles.append(item.getHandle())
+                    else:
+                        handles.append(handle.getDelegateStateHandle())
+                found[(str(op.getOperatorID().toString()), index)] = handles
+        return found
+
+
+def read_state(handle: Any) -> bytes:
+    """Every byte of a Java stream state handle, read by Flink (``openInputStream``)."""
+    gateway()
+    with java_errors(f"reading {handle.toString()} with Flink"):
+        stream = handle.openInputStream()
+        try:
+            return bytes(stream.readAllBytes())
+        finally:
+            stream.close()
 
 
 def _items(collection: Any) -> list[Any]:
