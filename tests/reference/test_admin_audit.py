@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tarfile
 import time
 from pathlib import Path
@@ -380,3 +381,40 @@ def test_a_deleted_state_file_of_the_flink_fixture_breaks_its_checkpoint(flink_t
     assert [(p.url, p.problem) for p in broken.problems] == [
         (parse_storage_path(str(victim)).url, "missing")
     ]
+
+
+def test_progress_is_quiet_on_short_runs_and_plain_lines_when_piped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from ckptstore.admin import report
+
+    stream = io.StringIO()
+    progress = report.LineProgress("ckptstore audit", stream)
+    progress.step("listed", 10)
+    assert stream.getvalue() == ""  # within QUIET_FOR
+    monkeypatch.setattr(report, "QUIET_FOR", 0.0)
+    monkeypatch.setattr(report, "PLAIN_EVERY", 0.0)
+    progress.step("listed", 20)
+    progress.step("read _metadata", 3, 3)
+    lines = stream.getvalue().splitlines()
+    assert [line.split(" (")[0] for line in lines] == [
+        "ckptstore audit: listed 20",
+        "ckptstore audit: read _metadata 3/3",
+    ]
+
+
+def test_the_terminal_view_uses_rich_tables_in_a_terminal(
+    flink_tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("rich")
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["audit", str(flink_tree), "--quiet"]) == 0  # --quiet: no view
+    assert capsys.readouterr().out == ""
+    assert main(["audit", str(flink_tree)]) == 0
+    out = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "┃ checkpoint" in out
+    assert "flinksp/savepoint-28035f-1a44b3786f30" in out
+    assert "4 of 4 completed checkpoints and savepoints intact" in out

@@ -339,8 +339,9 @@ def show_audit(result: AuditResult, deletion: DeletionReport | None = None) -> N
     for title, checkpoints, flights in _groups(result):
         table = Table(title=title, title_justify="left")
         for column in _COLUMNS:
+            left = column in ("checkpoint", "status")
             table.add_column(
-                column, justify="left" if column in ("checkpoint", "status") else "right"
+                column, justify="left" if left else "right", overflow="fold", no_wrap=not left
             )
         for checkpoint in checkpoints:
             row = list(_row(checkpoint))
@@ -352,10 +353,9 @@ def show_audit(result: AuditResult, deletion: DeletionReport | None = None) -> N
             console.print(f"  in flight: {flight}")
     # the rest as text: problems, orphans, deletion, note, verdict
     text = audit_text(result, deletion)
-    tail = text[
-        text.index("\nnot intact:") if "\nnot intact:" in text else text.index("\norphans:") :
-    ]
-    console.print(tail, markup=False, highlight=False)
+    start = text.find("\nnot intact:")
+    tail = text[start if start >= 0 else text.index("\norphans:") :]
+    console.print(tail, markup=False, highlight=False, soft_wrap=True)
 
 
 def write_reports(
@@ -436,7 +436,7 @@ def show_inspect(summary: CheckpointSummary) -> None:
     if console is None:
         print(inspect_text(summary))
     else:
-        console.print(inspect_text(summary), markup=False, highlight=False)
+        console.print(inspect_text(summary), markup=False, highlight=False, soft_wrap=True)
 
 
 def _rich_console() -> Any:
