@@ -28,6 +28,11 @@ itself does (``SparkJobError``, with the first lines of the worker's exception).
 partition per slot, each playing its share of the subtasks on threads
 (``workload.play_together``), released when every partition has passed
 ``BarrierTaskContext.barrier()``; with a slot per subtask, each partition is one subtask.
+
+The JVM's own output (Spark's log4j banner, the JVM's module warnings, Hadoop's native-library
+notice) goes to a log file, not the terminal: ``$CKPTCONFORM_SPARK_LOG``, else a temporary file
+that a start-up failure names (removed when a session that started is stopped);
+``CKPTCONFORM_SPARK_LOG=-`` leaves it on the terminal.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import re
 import site
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -132,6 +138,8 @@ class SparkLeg:
         self.tasks_run = 0
         self.jobs_run = 0
         self.executor_ids: list[str] = []
+        #: where the JVM's output goes (``jvm_log_path``), chosen when the session starts
+        self.jvm_log: str | None = None
         self.python_workers: set[int] = set()
         self.startup_seconds: float | None = None
         self._lock = threading.Lock()
@@ -176,13 +184,16 @@ class SparkLeg:
                 self._start_error = self.availability()
             if self._start_error is None:
                 began = time.monotonic()
+                self.jvm_log = jvm_log_path()
                 try:
-                    self._session = self._build_session()
+                    with _jvm_output_to(self.jvm_log):
+                        self._session = self._build_session()
                     self._await_executors()
                 except Exception as exc:
                     self._start_error = (
                         f"Spark master {self.master} did not start: {type(exc).__name__}: "
                         + _first_lines(str(exc), 3)
+                        + (f" (the JVM's output: {self.jvm_log})" if self.jvm_log else "")
                     )
                     self._stop_session()
                 else:
@@ -242,6 +253,13 @@ class SparkLeg:
         """Stop the session and its JVM (idempotent; also when never started)."""
         with self._lock:
             self._stop_session()
+            if (
+                self._start_error is None
+                and self.jvm_log
+                and "CKPTCONFORM_SPARK_LOG" not in os.environ
+            ):
+                with contextlib.suppress(OSError):  # a run that went well leaves no log behind
+                    os.unlink(self.jvm_log)
 
     def _stop_session(self) -> None:
         session, self._session = self._session, None
@@ -409,6 +427,38 @@ def split_evenly(items: Sequence[_T], parts: int) -> list[list[_T]]:
         groups.append(list(items[start:end]))
         start = end
     return [group for group in groups if group]
+
+
+def jvm_log_path() -> str | None:
+    """Where the JVM's output goes (module docstring); ``None``: to this process's stderr."""
+    chosen = os.environ.get("CKPTCONFORM_SPARK_LOG")
+    if chosen == "-":
+        return None
+    if chosen:
+        return chosen
+    handle, path = tempfile.mkstemp(prefix="ckptconform-spark-", suffix=".log")
+    os.close(handle)
+    return path
+
+
+@contextlib.contextmanager
+def _jvm_output_to(path: str | None) -> Any:
+    """Point file descriptor 2 at ``path`` while the JVM is spawned (it inherits it), then
+    give this process its stderr back."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(log, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
 
 
 def _first_lines(text: str, count: int) -> str:

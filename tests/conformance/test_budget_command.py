@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,9 @@ def test_reference_within_the_default_budgets(tmp_path):
             assert phase["operations"] == {"PutObject": 1}, phase
     assert "checkpoint 2: tasks" in run.stdout
     assert "every phase completed: True" in run.stdout
+    progress = re.findall(r"^budget: (\d+)/(\d+) ", run.stdout + run.stderr, re.MULTILINE)
+    assert progress, run.stdout + run.stderr
+    assert all(int(done) <= int(total) == len(document["phases"]) for done, total in progress)
     assert run.stdout.rstrip().splitlines()[-1].startswith("budget: PASS — every phase within")
     assert document["verdict"] in (tmp_path / "out" / "budget.md").read_text()
     rows = {(r["phase"], r["operation"]): r for r in document["projection"]["rows"]}

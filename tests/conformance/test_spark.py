@@ -77,3 +77,27 @@ def test_worker_errors_are_cut_to_the_python_exception():
         "\tat org.apache.spark.api.python.BasePythonRunner(PythonRunner.scala:1)\n"
     )
     assert _python_error(text).endswith("ModuleNotFoundError: No module named 'mypkg'")
+
+
+def test_the_jvms_output_goes_to_its_log_and_stderr_comes_back(tmp_path, monkeypatch, capfd):
+    import subprocess
+    import sys
+
+    from ckptconform.spark import _jvm_output_to, jvm_log_path
+
+    log = tmp_path / "spark.log"
+    monkeypatch.setenv("CKPTCONFORM_SPARK_LOG", str(log))
+    assert jvm_log_path() == str(log)
+    speak = [
+        sys.executable,
+        "-c",
+        "import sys, time; time.sleep(0.2); print('banner', file=sys.stderr)",
+    ]
+    with _jvm_output_to(jvm_log_path()):
+        child = subprocess.Popen(speak)  # the JVM is spawned inside, and outlives the block
+    print("ours", file=sys.stderr)
+    child.wait(timeout=30)
+    assert log.read_text() == "banner\n"
+    assert capfd.readouterr().err == "ours\n"
+    monkeypatch.setenv("CKPTCONFORM_SPARK_LOG", "-")
+    assert jvm_log_path() is None

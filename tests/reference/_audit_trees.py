@@ -15,8 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ckptstore.admin.relocation import flink_spelling
 from ckptstore.flink_metadata import read_metadata, write_metadata
 from ckptstore.flink_metadata import values as v
+from ckptstore.paths import parse_storage_path
 
 ARCHIVE = Path(__file__).resolve().parents[2] / "fixtures/flink/flink-2.3.0-hashmap-inline0.tar.gz"
 
@@ -60,9 +62,9 @@ class Tree:
         return f"{self.root}/{relative}"
 
 
-def flink_spelling(url: str) -> str:
+def _spelled(url: str) -> str:
     """A URL as Flink writes it into a handle (``file:/x`` for local files)."""
-    return "file:" + url[len("file://") :] if url.startswith("file://") else url
+    return flink_spelling(parse_storage_path(url))
 
 
 def _incremental(
@@ -73,10 +75,9 @@ def _incremental(
         "backend-0",
         0,
         64,
-        v.FileHandle(flink_spelling(tree.url(private)), size),
+        v.FileHandle(_spelled(tree.url(private)), size),
         tuple(
-            v.HandleAndLocalPath(name, v.FileHandle(flink_spelling(url), n))
-            for name, url, n in shared
+            v.HandleAndLocalPath(name, v.FileHandle(_spelled(url), n)) for name, url, n in shared
         ),
         (v.HandleAndLocalPath("MANIFEST-000004", v.ByteStreamHandle("inline-manifest", b"m" * 7)),),
         1000,

@@ -418,3 +418,13 @@ def test_the_terminal_view_uses_rich_tables_in_a_terminal(
     assert "┃ checkpoint" in out
     assert "flinksp/savepoint-28035f-1a44b3786f30" in out
     assert "4 of 4 completed checkpoints and savepoints intact" in out
+
+
+def test_ckptstore_copy_is_a_subcommand_and_its_copy_audits_intact(
+    flink_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "copied" / "chk-12"
+    assert main(["copy", str(flink_tree / FLINK_JOB / "chk-12"), str(dest)]) == 0
+    capsys.readouterr()
+    result = run_audit(str(dest)).result
+    assert (result.kind, _status(result), result.orphans) == ("checkpoint", {"": "intact"}, ())

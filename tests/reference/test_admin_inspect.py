@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ckptstore.admin.cli import main
-from ckptstore.admin.inspect import read_pointer, summarize
+from ckptstore.admin.inspect import summarize
+from ckptstore.admin.pointer import load_checkpoint
 from ckptstore.paths import parse_storage_path
 from tests.reference._audit_trees import JOB, OUTSIDE_FILE, SAVEPOINT, build_tree
 from tests.reference._fsroot import FsRoot
@@ -56,8 +57,8 @@ def test_a_flink_savepoint_by_its_metadata_file_as_a_table(
 
 def test_state_kinds_and_where_files_lie(fsroot: FsRoot) -> None:
     tree = build_tree(fsroot.sub("root"), fsroot.sub("elsewhere"), fsroot.write)
-    metadata, directory, size = read_pointer(tree.url(f"{JOB}/chk-2"))
-    summary = summarize(metadata, directory, metadata_bytes=size)
+    loaded = load_checkpoint(tree.url(f"{JOB}/chk-2"))
+    summary = summarize(loaded.metadata, loaded.directory, metadata_bytes=len(loaded.data))
     where = {f.url.rpartition("/")[2]: f.category for f in summary.files}
     assert where == {
         "sst-a": "shared",
@@ -72,7 +73,8 @@ def test_state_kinds_and_where_files_lie(fsroot: FsRoot) -> None:
     assert operator.state_kinds == {"keyed (incremental)": 1, "operator": 1, "inline": 1}
     assert (operator.incremental_shared_files, operator.incremental_private_files) == (3, 1)
     assert (operator.name, operator.uid) == ("counter", "counter-uid")
-    savepoint = summarize(*read_pointer(tree.url(SAVEPOINT))[:2])
+    loaded = load_checkpoint(tree.url(SAVEPOINT))
+    savepoint = summarize(loaded.metadata, loaded.directory)
     assert savepoint.snapshot_type == "Savepoint (CANONICAL)"
     assert [(f.category, f.handles) for f in savepoint.files] == [("exclusive", 2)]
 
@@ -96,7 +98,7 @@ def test_bad_pointers_exit_with_one_line(
     assert main(["inspect", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert err[0].startswith("ckptstore inspect: CheckpointNotFoundError: no _metadata at ")
+    assert err[0].startswith("ckptstore inspect: CheckpointNotFoundError: No completed checkpoint")
     (tmp_path / "chk-1").mkdir()
     (tmp_path / "chk-1" / "_metadata").write_bytes(b"not metadata at all")
     assert main(["inspect", str(tmp_path / "chk-1")]) == 1

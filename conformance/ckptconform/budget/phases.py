@@ -65,11 +65,16 @@ class Shape:
     savepoint: bool = True
 
     def phase_count(self) -> int:
-        per_checkpoint = 2
+        """How many phases a run of this shape has when every phase completes (the progress
+        bar's total): set-up; location, tasks and metadata per checkpoint; a disposal per
+        subsumed checkpoint; resolve and read per restore; the savepoint's three and its
+        restore."""
+        restore = 2 if self.restore else 0
         disposals = max(0, self.checkpoints - self.retained)
-        restores = 2 if self.restore else 0
-        savepoint = 4 if self.savepoint else 0
-        return 1 + per_checkpoint * self.checkpoints + disposals + restores + savepoint
+        savepoint = 3 + restore if self.savepoint else 0
+        return (
+            1 + 3 * self.checkpoints + disposals + (restore if self.checkpoints else 0) + savepoint
+        )
 
 
 def file_backed(record: StateRecord) -> bool:

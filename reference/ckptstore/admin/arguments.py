@@ -1,8 +1,9 @@
 """Command-line arguments every ``ckptstore`` subcommand shares, and how failures exit.
 
 ``--storage-option KEY=VALUE`` (repeatable) passes fsspec options to the store of the path the
-command is given (an S3 ``endpoint_url``, ``key``, ``secret``; a VALUE that is JSON, such as
-``true``, ``3`` or ``{"region_name": "eu-west-1"}``, is read as JSON, any other as text);
+command is given (an S3 ``endpoint_url``, ``key``, ``secret``; :func:`parse_storage_options`:
+a VALUE that starts with ``{`` or ``[`` is JSON, ``true``/``false`` a boolean, any other text
+as it is, so a secret of digits stays a string);
 fsspec's usual configuration (``FSSPEC_S3_ENDPOINT_URL``, ``FSSPEC_CONFIG_DIR``...) applies
 below them. ``--moved-from URL`` says where a tree was written when it lies elsewhere now.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from ckptstore.redaction import redact_text
@@ -23,6 +25,7 @@ __all__ = [
     "add_moved_from",
     "add_storage_options",
     "fail",
+    "parse_storage_options",
     "storage_options",
 ]
 
@@ -40,7 +43,7 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="an fsspec option of the store (repeatable), e.g. endpoint_url=http://..., "
-        "key=..., secret=...; a JSON VALUE is read as JSON",
+        "key=..., secret=...; a VALUE starting with { or [ is JSON, true/false booleans",
     )
 
 
@@ -53,18 +56,32 @@ def add_moved_from(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def parse_storage_options(items: Sequence[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` items as fsspec options (module docstring). Raises ``ValueError`` naming
+    a malformed item."""
+    options: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--storage-option expects KEY=VALUE, got {redact_text(item)!r}")
+        value: Any = text
+        if text[:1] in ("{", "["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"--storage-option {key.strip()}: not JSON ({exc})") from exc
+        elif text.lower() in ("true", "false"):
+            value = text.lower() == "true"
+        options[key.strip()] = value
+    return options
+
+
 def storage_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, Any]:
     """The ``--storage-option`` values as a dict (a malformed one is a usage error)."""
-    options: dict[str, Any] = {}
-    for item in args.storage_option or ():
-        key, sep, value = str(item).partition("=")
-        if not sep or not key.strip():
-            parser.error(f"--storage-option takes KEY=VALUE, got {redact_text(item)!r}")
-        try:
-            options[key.strip()] = json.loads(value)
-        except ValueError:
-            options[key.strip()] = value
-    return options
+    try:
+        return parse_storage_options(args.storage_option)
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def fail(command: str, exc: BaseException, code: int = EXIT_USAGE) -> int:

@@ -34,7 +34,7 @@ from ckptstore.admin import model
 from ckptstore.admin.listing import ListedFile, list_files
 from ckptstore.admin.references import (
     CheckpointReferences,
-    Relocation,
+    MovedTree,
     checkpoint_references,
 )
 from ckptstore.errors import CheckpointStorageError
@@ -227,7 +227,7 @@ def read_checkpoint(
     fs: Any,
     root: StoragePath,
     metadata: ListedFile,
-    relocation: Relocation | None = None,
+    moved: MovedTree | None = None,
 ) -> CheckpointRead:
     """Read one ``_metadata`` listed below ``root`` and resolve what it needs (step 2).
 
@@ -243,7 +243,7 @@ def read_checkpoint(
     except (OSError, MetadataFormatError, CheckpointStorageError) as exc:
         error = f"{type(exc).__name__}: {redact_text(str(exc), limit=500)}"
         return CheckpointRead(relative, metadata.url, metadata.size, None, error=error)
-    references = checkpoint_references(parsed, directory, relocation)
+    references = checkpoint_references(parsed, directory, moved)
     return CheckpointRead(relative, metadata.url, metadata.size, references, parsed.version)
 
 
@@ -426,9 +426,9 @@ def run_audit(
     errors (``CheckpointNotFoundError``, ``EndpointUnreachableError``...)."""
     report = progress or _Silent()
     root = parse_storage_path(root_url)
-    relocation = None
+    moved = None
     if moved_from is not None:
-        relocation = Relocation(parse_storage_path(moved_from), root)
+        moved = MovedTree(parse_storage_path(moved_from), root)
     token = register_path(root, storage_options)
     fs = filesystem_for(root, token)
     audited_at = time.time()
@@ -443,7 +443,7 @@ def run_audit(
     ]
     reads = []
     for done, metadata in enumerate(metadata_files, 1):
-        reads.append(read_checkpoint(fs, root, metadata, relocation))
+        reads.append(read_checkpoint(fs, root, metadata, moved))
         report.step("read _metadata", done, len(metadata_files))
     outside = check_outside(outside_urls(root, reads), token)
     if outside:
@@ -453,7 +453,7 @@ def run_audit(
         listed,
         reads,
         outside,
-        moved_from=None if relocation is None else relocation.source.url,
+        moved_from=None if moved is None else moved.source.url,
         audited_at=audited_at,
     )
     return AuditRun(result, tuple(sorted(reads, key=lambda r: r.directory)))

@@ -26,6 +26,11 @@ SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
         "ckptstore.admin.audit_command",
         "whether the checkpoints under a root restore, and which files are orphans",
     ),
+    (
+        "copy",
+        "ckptstore.admin.copy",
+        "a self-contained copy of a completed checkpoint or savepoint",
+    ),
 )
 
 

@@ -1,6 +1,7 @@
 """``ckptstore inspect POINTER``: what a completed checkpoint or savepoint holds.
 
-POINTER is its directory or its ``_metadata``, on any scheme the reference reaches. The
+POINTER is its directory or its ``_metadata``, on any scheme the reference reaches
+(``ckptstore.admin.pointer``). The
 answer (:class:`CheckpointSummary`, a plain value; ``--json`` prints ``to_dict()``): the
 checkpoint id, the format version, whether Flink took it as a checkpoint or a savepoint (from
 the checkpoint properties), per operator its id, name and uid (format 5 on), parallelism,
@@ -27,8 +28,9 @@ from typing import Any, cast
 
 from ckptstore.admin import arguments, model
 from ckptstore.admin.audit import url_prefix
-from ckptstore.admin.references import Relocation, checkpoint_references
-from ckptstore.errors import CheckpointNotFoundError, CheckpointStorageError
+from ckptstore.admin.pointer import load_checkpoint
+from ckptstore.admin.references import MovedTree, checkpoint_references
+from ckptstore.errors import CheckpointStorageError
 from ckptstore.flink_metadata import (
     ByteStreamHandle,
     ChangelogBackendHandle,
@@ -40,14 +42,11 @@ from ckptstore.flink_metadata import (
     MetadataFormatError,
     OperatorState,
     SubtaskState,
-    read_metadata,
     stream_handles,
 )
 from ckptstore.flink_metadata._wire import Input
 from ckptstore.flink_metadata.javaser import JavaEnum, JavaObject, read_object
 from ckptstore.paths import StoragePath, parse_storage_path
-from ckptstore.stores.operations import file_info, open_for_read
-from ckptstore.stores.registry import filesystem_for, register_path
 
 __all__ = [
     "FILE_CATEGORIES",
@@ -55,7 +54,6 @@ __all__ = [
     "FileSummary",
     "OperatorSummary",
     "add_arguments",
-    "read_pointer",
     "run",
     "summarize",
 ]
@@ -128,16 +126,16 @@ def summarize(
     directory: StoragePath,
     *,
     metadata_bytes: int = 0,
-    relocation: Relocation | None = None,
+    moved: MovedTree | None = None,
 ) -> CheckpointSummary:
     """The summary of ``metadata`` read from ``directory``/``_metadata`` (no I/O)."""
-    references = checkpoint_references(metadata, directory, relocation)
+    references = checkpoint_references(metadata, directory, moved)
     job = directory.parent if model.is_checkpoint_name(directory.name) else None
     files = tuple(
         FileSummary(f.url, _category(f.url, f.relative, directory, job), f.needed_bytes, f.handles)
         for f in references.files
     )
-    operators = tuple(_operator(op, metadata, directory, relocation) for op in metadata.operators)
+    operators = tuple(_operator(op, metadata, directory, moved) for op in metadata.operators)
     return CheckpointSummary(
         metadata_url=directory.child(model.METADATA).url,
         metadata_bytes=metadata_bytes,
@@ -170,10 +168,10 @@ def _operator(
     operator: OperatorState,
     metadata: CheckpointMetadata,
     directory: StoragePath,
-    relocation: Relocation | None,
+    moved: MovedTree | None,
 ) -> OperatorSummary:
     alone = dataclasses.replace(metadata, operators=(operator,))
-    references = checkpoint_references(alone, directory, relocation)
+    references = checkpoint_references(alone, directory, moved)
     kinds: Counter[str] = Counter()
     shared = private = with_state = 0
     if operator.coordinator_state is not None:
@@ -241,30 +239,6 @@ def _snapshot_type(properties: bytes | None) -> str | None:
     return f"{name} ({form.constant})" if isinstance(form, JavaEnum) else name
 
 
-# ---------------------------------------------------------------------------------- I/O
-
-
-def read_pointer(
-    pointer: str, storage_options: dict[str, Any] | None = None
-) -> tuple[CheckpointMetadata, StoragePath, int]:
-    """Read the ``_metadata`` a pointer names (its directory, or itself): the metadata, its
-    directory and its size. A pointer without ``_metadata`` raises
-    ``CheckpointNotFoundError``; bytes that are no metadata ``MetadataFormatError``."""
-    location = parse_storage_path(pointer)
-    path = location if location.name == model.METADATA else location.child(model.METADATA)
-    token = register_path(path, storage_options)
-    fs = filesystem_for(path, token)
-    info = file_info(fs, path)
-    if info is None or info.get("type") == "directory":
-        raise CheckpointNotFoundError(
-            f"no {model.METADATA} at {path.shown}: not a completed checkpoint or savepoint"
-        )
-    size = int(info.get("size") or 0)
-    with open_for_read(fs, path, size) as reader:
-        data = reader.read()
-    return read_metadata(data), path.parent, size
-
-
 # ------------------------------------------------------------------------------ command
 
 
@@ -287,18 +261,19 @@ def run(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.parser
     options = arguments.storage_options(args, parser)
     try:
-        metadata, directory, size = read_pointer(args.pointer, options)
-        relocation = None
+        loaded = load_checkpoint(args.pointer, options)
+        metadata, directory, size = loaded.metadata, loaded.directory, len(loaded.data)
+        moved = None
         if args.moved_to and not args.moved_from:
             parser.error("--moved-to goes with --moved-from")
         if args.moved_from:
             target = parse_storage_path(args.moved_to) if args.moved_to else directory
-            relocation = Relocation(parse_storage_path(args.moved_from), target)
+            moved = MovedTree(parse_storage_path(args.moved_from), target)
     except MetadataFormatError as exc:
         return arguments.fail("inspect", exc, arguments.EXIT_PROBLEM)
     except (CheckpointStorageError, OSError) as exc:
         return arguments.fail("inspect", exc)
-    summary = summarize(metadata, directory, metadata_bytes=size, relocation=relocation)
+    summary = summarize(metadata, directory, metadata_bytes=size, moved=moved)
     if args.json:
         json.dump(summary.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")

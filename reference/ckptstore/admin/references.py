@@ -15,7 +15,7 @@ a ``..`` that climbs out of its root) is not guessed at: it is listed in
 calling the checkpoint intact.
 
 A root that was written elsewhere (a copy of a bucket, a fixture unpacked in another place) is
-read through a :class:`Relocation`: absolute paths into the place it was written at are read
+read through a :class:`MovedTree`: absolute paths into the place it was written at are read
 under the place it is now; relative handles follow the metadata by themselves. No I/O.
 """
 
@@ -39,7 +39,7 @@ from ckptstore.stores.registry import is_available_scheme
 __all__ = [
     "CheckpointReferences",
     "FileReference",
-    "Relocation",
+    "MovedTree",
     "checkpoint_references",
     "referenced_urls",
     "resolve_flink_path",
@@ -81,7 +81,7 @@ class CheckpointReferences:
 
 
 @dataclass(frozen=True, slots=True)
-class Relocation:
+class MovedTree:
     """Paths below ``source`` (where a tree was written) are read below ``target`` (where it
     lies now): ``source``/a/b becomes ``target``/a/b; every other path stays as it is."""
 
@@ -100,26 +100,26 @@ class Relocation:
         return self.target.child(rest) if rest else self.target
 
 
-def resolve_flink_path(text: str, relocation: Relocation | None = None) -> StoragePath | None:
+def resolve_flink_path(text: str, moved: MovedTree | None = None) -> StoragePath | None:
     """A path as a Flink handle spells it, as a location of the reference (moved by
-    ``relocation`` first); ``None`` when no store of the reference reaches it (unknown scheme,
+    ``moved`` first); ``None`` when no store of the reference reaches it (unknown scheme,
     malformed, climbs out of its root)."""
     try:
         location = parse_storage_path(text)
     except (CheckpointStorageError, ValueError):
         return None
-    if relocation is not None:
-        location = relocation.apply(location)
+    if moved is not None:
+        location = moved.apply(location)
     return location if is_available_scheme(location.scheme) else None
 
 
 def checkpoint_references(
     metadata: CheckpointMetadata,
     directory: StoragePath,
-    relocation: Relocation | None = None,
+    moved: MovedTree | None = None,
 ) -> CheckpointReferences:
     """Every file ``metadata`` (read from ``directory``/``_metadata``) needs (module docstring);
-    absolute paths are moved by ``relocation`` when one is given."""
+    absolute paths are moved by ``moved`` when one is given."""
     needed: dict[str, list[int]] = {}
     relative: set[str] = set()
     unresolved: set[str] = set()
@@ -137,8 +137,9 @@ def checkpoint_references(
             text, extent = handle.path, handle.start + handle.state_size
         else:  # key-group wrappers (their delegate follows), empty segments: no file of their own
             continue
-        moved = None if isinstance(handle, RelativeFileHandle) else relocation
-        location = resolve_flink_path(text, moved)
+        location = resolve_flink_path(
+            text, None if isinstance(handle, RelativeFileHandle) else moved
+        )
         if location is None:
             unresolved.add(handle.relative_path if isinstance(handle, RelativeFileHandle) else text)
             continue
