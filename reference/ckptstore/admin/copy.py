@@ -45,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ckptstore.admin.arguments import parse_storage_options
 from ckptstore.admin.pointer import LoadedCheckpoint, filesystem_of, load_checkpoint
 from ckptstore.admin.references import checkpoint_references
 from ckptstore.admin.relocation import (
@@ -454,27 +455,6 @@ def _failure(
 
 
 # --------------------------------------------------------------------------- the subcommand
-
-
-def parse_storage_options(items: Sequence[str] | None) -> dict[str, Any]:
-    """``KEY=VALUE`` items as fsspec options. A value that starts with ``{`` or ``[`` is read
-    as JSON (``client_kwargs={"region_name": "eu-west-1"}``), ``true``/``false`` as booleans,
-    anything else as the string it is. Raises ``ValueError`` naming a malformed item."""
-    options: dict[str, Any] = {}
-    for item in items or ():
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--storage-option expects KEY=VALUE, got {redact_text(item)!r}")
-        value: Any = text
-        if text[:1] in ("{", "["):
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"--storage-option {key.strip()}: not JSON ({exc})") from exc
-        elif text.lower() in ("true", "false"):
-            value = text.lower() == "true"
-        options[key.strip()] = value
-    return options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
