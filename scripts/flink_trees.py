@@ -89,6 +89,17 @@ UNALIGNED = {
 }
 
 
+#: where the MiniCluster listens (loopback only); not recorded: it changes no state
+LOCAL_ONLY = {
+    "rest.bind-address": "127.0.0.1",
+    "rest.address": "127.0.0.1",
+    "rest.bind-port": "0",
+    "jobmanager.bind-host": "127.0.0.1",
+    "taskmanager.bind-host": "127.0.0.1",
+    "taskmanager.host": "127.0.0.1",
+}
+
+
 def _options(root: Path, *layers: dict[str, str]) -> dict[str, str]:
     """The options every job shares under ``root``, then ``layers`` in order."""
     options = {
@@ -219,7 +230,12 @@ def run_job(
     work = scratch / job.name
     (work / "io").mkdir(parents=True)
     config = work / "flink.properties"
-    runtime = {"io.tmp.dirs": str(work / "io"), **options}
+    runtime = {
+        **LOCAL_ONLY,
+        "io.tmp.dirs": str(work / "io"),
+        "web.upload.dir": str(work),
+        **options,
+    }
     config.write_text("".join(f"{k}={v}\n" for k, v in sorted(runtime.items())))
     log4j = scratch / "log4j2.properties"
     log4j.write_text(LOG4J)
