@@ -5,7 +5,9 @@ returns Flink's ``CheckpointMetadata`` (a py4j object); ``summary(metadata)`` tu
 plain Python values: the checkpoint id, each operator (id, parallelism, maximum parallelism,
 name, uid, fully finished or not, coordinator state size, its subtasks) and every stream state
 handle Flink holds, nested ones too, as tuples (kind, path or name, size, offsets...) — what a
-Python reader of the same bytes must agree on. ``store(metadata)`` writes it back with Flink's
+Python reader of the same bytes must agree on. ``handle_classes(metadata)`` counts the state
+handles of each Flink class it holds, nested ones too (what kinds a real tree shows).
+``store(metadata)`` writes it back with Flink's
 current serializer (version 6). Java exceptions come back as the contract's built-in types
 (``gateway.java_errors``): Flink's ``IOException`` as ``OSError``, its ``checkState`` as
 ``ValueError``, anything else as ``RuntimeError``.
@@ -13,11 +15,12 @@ current serializer (version 6). Java exceptions come back as the contract's buil
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from flinktarget.gateway import gateway, java_errors, jvm
 
-__all__ = ["StreamEntry", "load", "store", "summary"]
+__all__ = ["StreamEntry", "handle_classes", "load", "store", "summary"]
 
 #: (kind, ...): ("file", path, size), ("relative", relative path, size, resolved path),
 #: ("bytes", name, size), ("segment", path, start, size, scope, logical file id),
@@ -66,6 +69,52 @@ def summary(metadata: Any) -> dict[str, Any]:
             "operators": operators,
             "streams": streams,
         }
+
+
+def handle_classes(metadata: Any) -> Counter[str]:
+    """How many state handles of each class (simple name) ``metadata`` holds, nested ones too."""
+    gateway()
+    counts: Counter[str] = Counter()
+    with java_errors("counting the handles of Flink's CheckpointMetadata"):
+        for op in _items(metadata.getOperatorStates()):
+            _count(op.getCoordinatorState(), counts)
+            states = op.getSubtaskStates()
+            for index in states.keySet().toArray():
+                state = states.get(index)
+                for handle in (
+                    _items(state.getManagedOperatorState())
+                    + _items(state.getRawOperatorState())
+                    + _items(state.getManagedKeyedState())
+                    + _items(state.getRawKeyedState())
+                    + _items(state.getInputChannelState())
+                    + _items(state.getResultSubpartitionState())
+                ):
+                    _count(handle, counts)
+    return counts
+
+
+def _count(handle: Any, counts: Counter[str]) -> None:
+    if handle is None:
+        return
+    name = str(handle.getClass().getName())
+    simple = name.rsplit(".", 1)[-1]
+    counts[simple] += 1
+    if simple.startswith("KeyGroups") or simple.endswith("OperatorStreamStateHandle"):
+        _count(handle.getDelegateStateHandle(), counts)
+    elif name == _STATE + "IncrementalRemoteKeyedStateHandle":
+        _count(handle.getMetaDataStateHandle(), counts)
+        for item in list(handle.getSharedState()) + list(handle.getPrivateState()):
+            _count(item.getHandle(), counts)
+    elif "ChannelStateHandle" in simple or "SubpartitionStateHandle" in simple:
+        _count(handle.getDelegate(), counts)
+    elif simple.endswith("ChangelogStateBackendHandleImpl"):
+        for nested in list(handle.getMaterializedStateHandles()) + list(
+            handle.getNonMaterializedStateHandles()
+        ):
+            _count(nested, counts)
+    elif simple.endswith("ChangelogStateHandleStreamImpl"):
+        for pair in handle.getHandlesAndOffsets():
+            _count(pair.getField(0), counts)
 
 
 def _items(collection: Any) -> list[Any]:

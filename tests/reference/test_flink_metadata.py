@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 
 from ckptstore.flink_metadata import (
     ByteStreamHandle,
@@ -289,7 +289,7 @@ def test_the_writer_refuses_what_the_version_cannot_hold(metadata: CheckpointMet
     assert caught.value.offset == -1
 
 
-@settings(max_examples=20)
+@settings(max_examples=20, suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.checkpoint_metadata(versions=(6,)))
 def test_stream_handles_lists_every_delegate(metadata: CheckpointMetadata) -> None:
     listed = list(stream_handles(metadata))
