@@ -332,6 +332,12 @@ def test_inspect_agrees_with_the_manifest(made: Tree, capsys: pytest.CaptureFixt
         text = capsys.readouterr().out
         assert f"checkpoint id {entry['checkpoint_id']}, format version 6, {kind}," in text
         assert re.search(rf"^  all +{len(entry['files'])} ", text, re.MULTILINE), text
+        for op in value["operators"]:
+            incremental = op["state_kinds"].get("keyed (incremental)")
+            if incremental:  # the files go with the kind they belong to, whatever follows
+                shared, private = op["incremental_shared_files"], op["incremental_private_files"]
+                expected = f"keyed (incremental) {incremental} (shared {shared}, private {private})"
+                assert expected in text, text
 
 
 # -------------------------------------------------------------------------------- copy
