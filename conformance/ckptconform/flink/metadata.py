@@ -9,7 +9,8 @@ Python reader of the same bytes must agree on. ``subtask_streams(metadata)`` giv
 stream state handles of each operator's subtask, in the order the subtask state holds them
 (operator state, then keyed state: a key-group handle's delegate, an incremental snapshot's
 shared, then private files), and ``read_state(handle)`` reads one with Flink itself (its
-``openInputStream``, on Flink's own file systems).
+``openInputStream``, on Flink's own file systems). ``handle_classes(metadata)`` counts the
+state handles of each Flink class it holds, nested ones too (what kinds a real tree shows).
 ``store(metadata)`` writes it back with Flink's current serializer (version 6). Java exceptions
 come back as the contract's built-in types (``gateway.java_errors``): Flink's ``IOException``
 as ``OSError``, its ``checkState`` as ``ValueError``, anything else as ``RuntimeError``.
@@ -17,11 +18,20 @@ as ``OSError``, its ``checkState`` as ``ValueError``, anything else as ``Runtime
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from ckptconform.flink.gateway import gateway, java_errors, jvm
 
-__all__ = ["StreamEntry", "load", "read_state", "store", "subtask_streams", "summary"]
+__all__ = [
+    "StreamEntry",
+    "handle_classes",
+    "load",
+    "read_state",
+    "store",
+    "subtask_streams",
+    "summary",
+]
 
 #: (kind, ...): ("file", path, size), ("relative", relative path, size, resolved path),
 #: ("bytes", name, size), ("segment", path, start, size, scope, logical file id),
@@ -98,6 +108,52 @@ def subtask_streams(metadata: Any) -> dict[tuple[str, int], list[Any]]:
                         handles.append(handle.getDelegateStateHandle())
                 found[(str(op.getOperatorID().toString()), index)] = handles
         return found
+
+
+def handle_classes(metadata: Any) -> Counter[str]:
+    """How many state handles of each class (simple name) ``metadata`` holds, nested ones too."""
+    gateway()
+    counts: Counter[str] = Counter()
+    with java_errors("counting the handles of Flink's CheckpointMetadata"):
+        for op in _items(metadata.getOperatorStates()):
+            _count(op.getCoordinatorState(), counts)
+            states = op.getSubtaskStates()
+            for index in states.keySet().toArray():
+                state = states.get(index)
+                for handle in (
+                    _items(state.getManagedOperatorState())
+                    + _items(state.getRawOperatorState())
+                    + _items(state.getManagedKeyedState())
+                    + _items(state.getRawKeyedState())
+                    + _items(state.getInputChannelState())
+                    + _items(state.getResultSubpartitionState())
+                ):
+                    _count(handle, counts)
+    return counts
+
+
+def _count(handle: Any, counts: Counter[str]) -> None:
+    if handle is None:
+        return
+    name = str(handle.getClass().getName())
+    simple = name.rsplit(".", 1)[-1]
+    counts[simple] += 1
+    if simple.startswith("KeyGroups") or simple.endswith("OperatorStreamStateHandle"):
+        _count(handle.getDelegateStateHandle(), counts)
+    elif name == _STATE + "IncrementalRemoteKeyedStateHandle":
+        _count(handle.getMetaDataStateHandle(), counts)
+        for item in list(handle.getSharedState()) + list(handle.getPrivateState()):
+            _count(item.getHandle(), counts)
+    elif "ChannelStateHandle" in simple or "SubpartitionStateHandle" in simple:
+        _count(handle.getDelegate(), counts)
+    elif simple.endswith("ChangelogStateBackendHandleImpl"):
+        for nested in list(handle.getMaterializedStateHandles()) + list(
+            handle.getNonMaterializedStateHandles()
+        ):
+            _count(nested, counts)
+    elif simple.endswith("ChangelogStateHandleStreamImpl"):
+        for pair in handle.getHandlesAndOffsets():
+            _count(pair.getField(0), counts)
 
 
 def read_state(handle: Any) -> bytes:

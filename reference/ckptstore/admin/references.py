@@ -12,7 +12,11 @@ the handle's size for a whole file, ``start + size`` for a segment.
 A path that no store of the reference can reach (an unknown scheme such as Presto's ``s3p``,
 a ``..`` that climbs out of its root) is not guessed at: it is listed in
 :attr:`CheckpointReferences.unresolved` as Flink spelled it, so an audit reports it instead of
-calling the checkpoint intact. No I/O.
+calling the checkpoint intact.
+
+A root that was written elsewhere (a copy of a bucket, a fixture unpacked in another place) is
+read through a :class:`MovedTree`: absolute paths into the place it was written at are read
+under the place it is now; relative handles follow the metadata by themselves. No I/O.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from ckptstore.stores.registry import is_available_scheme
 __all__ = [
     "CheckpointReferences",
     "FileReference",
+    "MovedTree",
     "checkpoint_references",
     "referenced_urls",
     "resolve_flink_path",
@@ -75,20 +80,46 @@ class CheckpointReferences:
         return sum(f.needed_bytes for f in self.files)
 
 
-def resolve_flink_path(text: str) -> StoragePath | None:
-    """A path as a Flink handle spells it, as a location of the reference; ``None`` when no
-    store of the reference reaches it (unknown scheme, malformed, climbs out of its root)."""
+@dataclass(frozen=True, slots=True)
+class MovedTree:
+    """Paths below ``source`` (where a tree was written) are read below ``target`` (where it
+    lies now): ``source``/a/b becomes ``target``/a/b; every other path stays as it is."""
+
+    source: StoragePath
+    target: StoragePath
+
+    def apply(self, location: StoragePath) -> StoragePath:
+        if location.scheme != self.source.scheme:
+            return location
+        base = self.source.path.rstrip("/")
+        if location.path == self.source.path or location.path == base:
+            return self.target
+        if not location.path.startswith(base + "/"):
+            return location
+        rest = location.path[len(base) + 1 :]
+        return self.target.child(rest) if rest else self.target
+
+
+def resolve_flink_path(text: str, moved: MovedTree | None = None) -> StoragePath | None:
+    """A path as a Flink handle spells it, as a location of the reference (moved by
+    ``moved`` first); ``None`` when no store of the reference reaches it (unknown scheme,
+    malformed, climbs out of its root)."""
     try:
         location = parse_storage_path(text)
     except (CheckpointStorageError, ValueError):
         return None
+    if moved is not None:
+        location = moved.apply(location)
     return location if is_available_scheme(location.scheme) else None
 
 
 def checkpoint_references(
-    metadata: CheckpointMetadata, directory: StoragePath
+    metadata: CheckpointMetadata,
+    directory: StoragePath,
+    moved: MovedTree | None = None,
 ) -> CheckpointReferences:
-    """Every file ``metadata`` (read from ``directory``/``_metadata``) needs (module docstring)."""
+    """Every file ``metadata`` (read from ``directory``/``_metadata``) needs (module docstring);
+    absolute paths are moved by ``moved`` when one is given."""
     needed: dict[str, list[int]] = {}
     relative: set[str] = set()
     unresolved: set[str] = set()
@@ -106,7 +137,9 @@ def checkpoint_references(
             text, extent = handle.path, handle.start + handle.state_size
         else:  # key-group wrappers (their delegate follows), empty segments: no file of their own
             continue
-        location = resolve_flink_path(text)
+        location = resolve_flink_path(
+            text, None if isinstance(handle, RelativeFileHandle) else moved
+        )
         if location is None:
             unresolved.add(handle.relative_path if isinstance(handle, RelativeFileHandle) else text)
             continue
