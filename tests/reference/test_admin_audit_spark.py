@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 import tarfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -323,6 +325,18 @@ def test_an_executor_that_cannot_list_fails_the_audit_with_its_error_and_no_secr
 
 
 # ---------------------------------------------------------------------------------- CLI
+
+
+def test_pyspark_is_imported_only_for_a_session_and_the_kit_never() -> None:
+    code = (
+        "import sys, ckptstore.admin.cli, ckptstore.admin.spark_audit\n"
+        "ckptstore.admin.cli.build_parser()\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j', 'ckptconform'}))"
+    )
+    answer = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert answer.stdout.strip() == "[]", answer.stderr
 
 
 def test_memory_roots_are_refused_they_live_in_one_process(spark: Any) -> None:
