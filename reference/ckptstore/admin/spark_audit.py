@@ -85,6 +85,10 @@ __all__ = [
 ]
 
 MINIMUM_JAVA = 17
+#: How long a new session waits for its executors to register (a cluster without free
+#: resources would otherwise leave every job waiting for ever).
+EXECUTOR_WAIT_SECONDS = 120.0
+_LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*(\d+)\s*,")
 #: Tasks of one listing stage at most (units are grouped beyond).
 MAX_LISTING_TASKS = 4096
 #: Rows per shuffle partition of the join (at least one partition per slot).
@@ -182,25 +186,33 @@ def _stderr_to(path: str | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def spark_session(master: str, conf: Mapping[str, str] | None = None) -> Iterator[Any]:
+def spark_session(
+    master: str,
+    conf: Mapping[str, str] | None = None,
+    *,
+    executor_wait: float = EXECUTOR_WAIT_SECONDS,
+) -> Iterator[Any]:
     """A SparkSession on ``master`` (module docstring), stopped with its JVM afterwards.
 
     Raises :class:`SparkUnavailableError` (one sentence, the JVM's log named) when Spark
-    cannot run here or the master does not start."""
+    cannot run here, the master does not start or its executors do not register within
+    ``executor_wait`` seconds (all of a ``local-cluster``, one of a cluster)."""
     reason = spark_unavailable_reason()
     if reason is not None:
         raise SparkUnavailableError(reason)
     log = _jvm_log_path()
+    session = None
     try:
         with _stderr_to(log):
             session = _build_session(master.strip(), dict(conf or {}))
+        _await_executors(session, master.strip(), executor_wait)
     except Exception as exc:
-        _stop(None)
+        text = _first_line(exc)  # a py4j error asks the JVM for its text: before the stop
+        _stop(session)
         where = f" (the JVM's output: {log})" if log else ""
-        text = redact_text(str(exc).strip().splitlines()[0] if str(exc).strip() else "", limit=300)
         raise SparkUnavailableError(
             f"Spark master {master} did not start: {type(exc).__name__}: {text}{where}"
-        ) from exc
+        ) from None
     clean = False
     try:
         yield session
@@ -237,6 +249,31 @@ def _build_session(master: str, conf: Mapping[str, str]) -> Any:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _first_line(exc: BaseException) -> str:
+    try:
+        text = str(exc).strip()
+    except Exception:  # py4j's text comes from the JVM, which may be gone
+        return "(no message)"
+    return redact_text(text.splitlines()[0] if text else "", limit=300)
+
+
+def _await_executors(session: Any, master: str, timeout: float) -> None:
+    if master == "local" or master.startswith("local["):
+        return  # the driver runs the tasks
+    match = _LOCAL_CLUSTER.match(master)
+    expected = int(match.group(1)) if match else 1
+    deadline = time.monotonic() + timeout
+    while True:
+        ids = session.sparkContext._jsc.sc().getExecutorIds()
+        if ids.size() >= expected:
+            return
+        if time.monotonic() > deadline:
+            raise SparkUnavailableError(
+                f"{ids.size()} of {expected} executors registered within {timeout:.0f} s"
+            )
+        time.sleep(0.2)
 
 
 def _stop(session: Any) -> None:
