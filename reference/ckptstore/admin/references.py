@@ -21,6 +21,7 @@ under the place it is now; relative handles follow the metadata by themselves. N
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ from ckptstore.flink_metadata import (
 )
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.stores.registry import is_available_scheme
+from ckptstore.validation import MAX_URL_LENGTH
 
 __all__ = [
     "CheckpointReferences",
@@ -113,6 +115,49 @@ def resolve_flink_path(text: str, moved: MovedTree | None = None) -> StoragePath
     return location if is_available_scheme(location.scheme) else None
 
 
+#: A last segment that parses as itself: appended to its parsed directory, it gives what
+#: parsing the whole path gives (no dot segment, separator, client syntax or whitespace).
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")
+
+
+class _Resolver:
+    """:func:`resolve_flink_path` for the many handles of one metadata: each directory is
+    parsed once and its plain names appended to it (a metadata names thousands of files in
+    a few directories); anything else is parsed whole."""
+
+    __slots__ = ("directories", "moved", "schemes")
+
+    def __init__(self, moved: MovedTree | None) -> None:
+        self.moved = moved
+        self.directories: dict[str, StoragePath | None] = {}
+        self.schemes: dict[str, bool] = {}
+
+    def resolve(self, text: str, moved: bool) -> StoragePath | None:
+        parent, sep, name = text.rpartition("/")
+        if not sep or len(text) >= MAX_URL_LENGTH or _PLAIN_NAME.fullmatch(name) is None:
+            return resolve_flink_path(text, self.moved if moved else None)
+        try:
+            directory = self.directories[parent]
+        except KeyError:
+            directory = self.directories[parent] = _parsed(parent)
+        if directory is None:
+            return resolve_flink_path(text, self.moved if moved else None)
+        location = directory.child(name)
+        if moved and self.moved is not None:
+            location = self.moved.apply(location)
+        available = self.schemes.get(location.scheme)
+        if available is None:
+            available = self.schemes[location.scheme] = is_available_scheme(location.scheme)
+        return location if available else None
+
+
+def _parsed(text: str) -> StoragePath | None:
+    try:
+        return parse_storage_path(text)
+    except (CheckpointStorageError, ValueError):
+        return None
+
+
 def checkpoint_references(
     metadata: CheckpointMetadata,
     directory: StoragePath,
@@ -120,6 +165,7 @@ def checkpoint_references(
 ) -> CheckpointReferences:
     """Every file ``metadata`` (read from ``directory``/``_metadata``) needs (module docstring);
     absolute paths are moved by ``moved`` when one is given."""
+    resolver = _Resolver(moved)
     needed: dict[str, list[int]] = {}
     relative: set[str] = set()
     unresolved: set[str] = set()
@@ -137,9 +183,7 @@ def checkpoint_references(
             text, extent = handle.path, handle.start + handle.state_size
         else:  # key-group wrappers (their delegate follows), empty segments: no file of their own
             continue
-        location = resolve_flink_path(
-            text, None if isinstance(handle, RelativeFileHandle) else moved
-        )
+        location = resolver.resolve(text, not isinstance(handle, RelativeFileHandle))
         if location is None:
             unresolved.add(handle.relative_path if isinstance(handle, RelativeFileHandle) else text)
             continue
