@@ -358,7 +358,12 @@ def spark_leg() -> dict[str, Any]:
 
 
 def run_bench(
-    objects: int, reps: int, legs: Sequence[str], workdir: Path, log: Log = print
+    objects: int,
+    reps: int,
+    legs: Sequence[str],
+    workdir: Path,
+    log: Log = print,
+    moto_reps: int | None = None,
 ) -> dict[str, Any]:
     shape = shape_for(objects)
     document: dict[str, Any] = {
@@ -370,6 +375,7 @@ def run_bench(
             "load_average": [round(x, 2) for x in os.getloadavg()],
         },
         "reps": reps,
+        "moto_reps": reps if moto_reps is None else moto_reps,
         "target": TARGET,
         "shape": asdict(shape),
         "truth": asdict(truth(shape)),
@@ -381,7 +387,7 @@ def run_bench(
             document["legs"]["local"] = local_leg(shape, reps, workdir, log)
         elif leg == "moto":
             try:
-                document["legs"]["moto"] = moto_leg(shape, reps, log)
+                document["legs"]["moto"] = moto_leg(shape, document["moto_reps"], log)
             except (ImportError, RuntimeError) as exc:
                 document["legs"]["moto"] = {"skipped": f"{type(exc).__name__}: {exc}"}
         elif leg == "spark":
@@ -487,9 +493,16 @@ def _header(document: Mapping[str, Any]) -> str:
         f"{shape['objects']:,} objects ({shape['jobs']} job(s) x {shape['retained']} retained "
         f"checkpoints x {shape['subtasks']} subtasks x {shape['live']} live shared files, "
         f"{metadata}), {machine['cpus']} CPUs, load average {machine['load_average']} before "
-        f"and {machine['load_average_after']} after; {document['reps']} interleaved "
+        f"and {machine['load_average_after']} after; {_reps(document)} interleaved "
         f"repetition(s), medians (min..max); ratio: the raw listing's time over the audit's; "
         f"{number(float(document['seconds']))} s."
+    )
+
+
+def _reps(document: Mapping[str, Any]) -> str:
+    reps, moto = document["reps"], document.get("moto_reps", document["reps"])
+    return (
+        str(reps) if reps == moto or "moto" not in document["legs"] else f"{reps} ({moto} on moto)"
     )
 
 
@@ -532,6 +545,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--objects", type=int, default=100_000, help="objects in the root")
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
+    parser.add_argument("--moto-reps", type=int, help="on moto (default: --reps; moto "
+                        "serializes each listed key slowly)")  # fmt: skip
     parser.add_argument("--legs", default="local,moto,spark", help="local, moto, spark")
     parser.add_argument("--out", type=Path, default=Path("bench-report/audit"))
     parser.add_argument("--workdir", type=Path, help="where the local root goes (a new "
@@ -550,7 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if workdir is None:
                 temporary = tempfile.TemporaryDirectory(prefix="audit-bench-")
                 workdir = Path(stack.enter_context(temporary))
-            document = run_bench(args.objects, args.reps, legs, workdir)
+            document = run_bench(args.objects, args.reps, legs, workdir, moto_reps=args.moto_reps)
     outs = [args.out] + ([args.readme.resolve().parent / "docs"] if args.readme else [])
     for out in outs:
         out.mkdir(parents=True, exist_ok=True)
