@@ -5,7 +5,7 @@ object: on S3 it sends ListObjectsV2 pages and nothing else (sizes and ages come
 listing, never from a HEAD per file); on directory file systems (local, SFTP) and
 ``memory://`` it walks the tree with fsspec's ``walk(detail=True)``, one directory listing at
 a time (fsspec's own local file system: ``os.scandir`` directly, with the answers fsspec would
-give, at a quarter of the cost per file). All are iterators, so a root of millions of files
+give, at under half the cost). All are iterators, so a root of millions of files
 streams. Directory markers (S3 keys ending in ``/``) and directories are not files and are
 left out.
 """
