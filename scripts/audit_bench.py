@@ -514,7 +514,9 @@ HEADERS = ["audit of a generated root", "audit (one process)", "raw listing", "r
 def _readme_header(document: Mapping[str, Any]) -> str:
     """The README's short header (the full one is in ``docs/audit-bench.md``)."""
     shape, machine = document["shape"], document["machine"]
-    written = next((leg["written"] for leg in document["legs"].values() if "written" in leg), {})
+    written: Mapping[str, int] = next(
+        (leg["written"] for leg in document["legs"].values() if "written" in leg), {}
+    )
     metadata = written.get("metadata_files", shape["jobs"] * shape["retained"])
     return (
         f"{shape['objects']:,} objects ({metadata} `_metadata`), one run started "
