@@ -41,11 +41,12 @@ class Input:
         return MetadataFormatError(self.pos if at is None else at, expected, found)
 
     def take(self, count: int, what: str) -> bytes:
-        if count > self.remaining:
-            raise self.fail(what, f"end of data ({self.remaining} bytes left, {count} needed)")
         start = self.pos
-        self.pos += count
-        return self.data[start : self.pos]
+        stop = start + count
+        if stop > self.end:
+            raise self.fail(what, f"end of data ({self.remaining} bytes left, {count} needed)")
+        self.pos = stop
+        return self.data[start:stop]
 
     def u8(self, what: str) -> int:
         return self.take(1, what)[0]
@@ -84,8 +85,11 @@ class Input:
 
     def utf(self, what: str) -> str:
         """``readUTF``: an unsigned 16-bit length, then modified UTF-8."""
-        length = _SHORT.unpack(self.take(2, f"the length of {what}"))[0]
-        at = self.pos
+        at = self.pos + 2
+        if at > self.end:
+            self.take(2, f"the length of {what}")  # raises: the error names what is missing
+        length = _SHORT.unpack_from(self.data, self.pos)[0]
+        self.pos = at
         raw = self.take(length, what)
         try:
             return decode_modified_utf8(raw)
@@ -145,6 +149,8 @@ def _check_range(value: int, low: int, high: int, what: str, kind: str) -> None:
 def encode_modified_utf8(text: str) -> bytes:
     """Java's modified UTF-8: NUL as two bytes, characters beyond U+FFFF as two surrogates of
     three bytes each."""
+    if text.isascii() and "\x00" not in text:
+        return text.encode("ascii")  # the common case: one byte per character, as in UTF-8
     out = bytearray()
     for char in text:
         code = ord(char)
@@ -164,6 +170,8 @@ def encode_modified_utf8(text: str) -> bytes:
 def decode_modified_utf8(raw: bytes) -> str:
     """The inverse of ``encode_modified_utf8``, as strict as Java's ``readUTF`` (which refuses
     four-byte forms and bad continuation bytes); surrogate pairs become one character."""
+    if raw.isascii():
+        return raw.decode("ascii")  # the common case (paths, names): one character per byte
     units: list[int] = []
     i, n = 0, len(raw)
     while i < n:

@@ -1,6 +1,8 @@
-"""A backend defined outside the kit: the README's worked example runs the whole suite.
+"""A backend defined outside the kit: the worked example of docs/backends.md (which the README
+points to) runs the whole suite.
 
-The example's code is taken from README.md itself, so the README cannot drift from what works.
+The example's code is taken from docs/backends.md itself, so the page cannot drift from what
+works.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from tests.meta.suite_runner import REPO
 
 
 def _readme_backend() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "backends.md").read_text(encoding="utf-8")
     match = re.search(r"```python\n# ramdisk_backend\.py\n(.*?)```", text, re.DOTALL)
-    assert match, "README.md lost its ramdisk_backend.py example"
+    assert match, "docs/backends.md lost its ramdisk_backend.py example"
     return match.group(1)
 
 

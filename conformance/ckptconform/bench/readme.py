@@ -290,16 +290,17 @@ def readme_block(
     return "\n".join(lines) + "\n"
 
 
-def replace_block(path: Path, block: str) -> None:
-    """Put ``block`` in place of the generated block in ``path`` (both markers needed)."""
+def replace_block(path: Path, block: str, begin: str = BEGIN, end_marker: str = END) -> None:
+    """Put ``block`` in place of the generated block in ``path`` (both markers needed; other
+    generators, such as ``scripts/audit_bench.py``, name their own)."""
     text = path.read_text(encoding="utf-8")
-    start, end = text.find(BEGIN), text.find(END)
+    start, end = text.find(begin), text.find(end_marker)
     if start < 0 or end < start:
         raise ReadmeError(
-            f"{path} has no generated block: put a line {BEGIN!r} and, below it, a line "
-            f"{END!r} where the table goes"
+            f"{path} has no generated block: put a line {begin!r} and, below it, a line "
+            f"{end_marker!r} where the table goes"
         )
-    end += len(END)
+    end += len(end_marker)
     if text[end : end + 1] == "\n":
         end += 1
     path.write_text(text[:start] + block + text[end:], encoding="utf-8")

@@ -214,6 +214,8 @@ def _plain(value: Any) -> Any:
 
 def store_key(url: str) -> str:
     """A URL as compared within an audit: ``s3a://`` and ``s3://`` name the same objects."""
+    if url.startswith("s3://") or not url.startswith("s3"):  # as they are (S3_SCHEMES: s3*)
+        return url
     scheme, sep, rest = url.partition("://")
     return f"s3://{rest}" if sep and scheme in S3_SCHEMES else url
 
@@ -302,16 +304,23 @@ def join(
             referenced.update(store_key(f.url) for f in read.references.files)
     orphans = []
     in_flight: dict[str, list[ListedFile]] = {}
+    # where a file belongs follows from its directory: each directory is classified once
+    places: dict[str, tuple[str | None, str]] = {}
     for key, relative in sorted(relatives.items(), key=lambda item: item[1]):
         listed_file = files[key]
-        directory = model.in_flight_directory(relative, completed)
+        parent, _, name = relative.rpartition("/")
+        place = places.get(parent)
+        if place is None:
+            directory = model.in_flight_directory(relative, completed)
+            kind = "in-flight" if directory is not None else model.settled_kind(relative)
+            place = places[parent] = (directory, kind)
+        directory, kind = place
         if directory is not None:
             in_flight.setdefault(directory, []).append(listed_file)
         if key in referenced:
             continue
-        if relative.rpartition("/")[2] == model.METADATA and model.parent_of(relative) in completed:
+        if name == model.METADATA and parent in completed:
             continue
-        kind = model.orphan_kind(relative, completed)
         orphans.append(
             Orphan(listed_file.url, relative, kind, listed_file.size, listed_file.modified)
         )

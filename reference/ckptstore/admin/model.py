@@ -34,6 +34,7 @@ __all__ = [
     "orphan_kind",
     "parent_of",
     "root_kind",
+    "settled_kind",
 ]
 
 METADATA = "_metadata"
@@ -96,6 +97,12 @@ def orphan_kind(relative: str, completed: Collection[str]) -> str:
     """The kind of an unreferenced file (module docstring)."""
     if in_flight_directory(relative, completed) is not None:
         return "in-flight"
+    return settled_kind(relative)
+
+
+def settled_kind(relative: str) -> str:
+    """The kind of an unreferenced file that lies in no in-flight directory (``shared``,
+    ``task-owned`` or ``other``): :func:`orphan_kind` once that is known."""
     parts = relative.split("/")[:-1]
     for name in reversed(parts):
         if is_checkpoint_name(name) or _is_savepoint_name(name):
@@ -116,7 +123,7 @@ def root_kind(relatives: Iterable[str], root_name: str = "") -> str:
     any_file = False
     for relative in relatives:
         any_file = True
-        parts = relative.split("/")
+        parts = relative.split("/", 2)
         if len(parts) == 1:
             metadata_at_root = metadata_at_root or parts[0] == METADATA
             continue

@@ -21,6 +21,7 @@ under the place it is now; relative handles follow the metadata by themselves. N
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ from ckptstore.flink_metadata import (
 )
 from ckptstore.paths import StoragePath, parse_storage_path
 from ckptstore.stores.registry import is_available_scheme
+from ckptstore.validation import MAX_URL_LENGTH
 
 __all__ = [
     "CheckpointReferences",
@@ -113,6 +115,60 @@ def resolve_flink_path(text: str, moved: MovedTree | None = None) -> StoragePath
     return location if is_available_scheme(location.scheme) else None
 
 
+#: A last segment that parses as itself: appended to its parsed directory, it gives what
+#: parsing the whole path gives (no dot segment, separator, client syntax or whitespace).
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]*")
+
+
+class _Resolver:
+    """:func:`resolve_flink_path` for the many handles of one metadata, answering the URL:
+    each directory is parsed once and its plain names appended to it (a metadata names
+    thousands of files in a few directories); anything else is parsed whole."""
+
+    __slots__ = ("directories", "moved", "schemes")
+
+    def __init__(self, moved: MovedTree | None) -> None:
+        self.moved = moved
+        #: directory text -> the parsed directory and the URL its children start with
+        self.directories: dict[str, tuple[StoragePath, str] | None] = {}
+        self.schemes: dict[str, bool] = {}
+
+    def url(self, text: str, moved: bool) -> str | None:
+        parent, sep, name = text.rpartition("/")
+        if not sep or len(text) >= MAX_URL_LENGTH or _PLAIN_NAME.fullmatch(name) is None:
+            return self._whole(text, moved)
+        try:
+            found = self.directories[parent]
+        except KeyError:
+            found = self.directories[parent] = self._directory(parent)
+        if found is None:
+            return self._whole(text, moved)
+        directory, prefix = found
+        if moved and self.moved is not None:
+            return self._available(self.moved.apply(directory.child(name)))
+        return prefix + name if self._scheme(directory.scheme) else None
+
+    def _directory(self, text: str) -> tuple[StoragePath, str] | None:
+        try:
+            directory = parse_storage_path(text)
+        except (CheckpointStorageError, ValueError):
+            return None
+        return directory, directory.child("").url
+
+    def _whole(self, text: str, moved: bool) -> str | None:
+        location = resolve_flink_path(text, self.moved if moved else None)
+        return None if location is None else location.url
+
+    def _available(self, location: StoragePath) -> str | None:
+        return location.url if self._scheme(location.scheme) else None
+
+    def _scheme(self, scheme: str) -> bool:
+        available = self.schemes.get(scheme)
+        if available is None:
+            available = self.schemes[scheme] = is_available_scheme(scheme)
+        return available
+
+
 def checkpoint_references(
     metadata: CheckpointMetadata,
     directory: StoragePath,
@@ -120,34 +176,38 @@ def checkpoint_references(
 ) -> CheckpointReferences:
     """Every file ``metadata`` (read from ``directory``/``_metadata``) needs (module docstring);
     absolute paths are moved by ``moved`` when one is given."""
+    resolver = _Resolver(moved)
     needed: dict[str, list[int]] = {}
     relative: set[str] = set()
     unresolved: set[str] = set()
     inline = 0
+    base = directory.url.rstrip("/")
     for handle in stream_handles(metadata):
-        if isinstance(handle, ByteStreamHandle):
+        is_relative, spelled = False, ""
+        if isinstance(handle, FileHandle):
+            text, extent = handle.path, handle.state_size
+        elif isinstance(handle, ByteStreamHandle):
             inline += len(handle.data)
             continue
-        if isinstance(handle, RelativeFileHandle):
-            text = f"{directory.url.rstrip('/')}/{handle.relative_path}"
-            extent = handle.state_size
-        elif isinstance(handle, FileHandle):
-            text, extent = handle.path, handle.state_size
+        elif isinstance(handle, RelativeFileHandle):
+            text, extent, is_relative = f"{base}/{handle.relative_path}", handle.state_size, True
+            spelled = handle.relative_path
         elif isinstance(handle, SegmentFileHandle):
             text, extent = handle.path, handle.start + handle.state_size
         else:  # key-group wrappers (their delegate follows), empty segments: no file of their own
             continue
-        location = resolve_flink_path(
-            text, None if isinstance(handle, RelativeFileHandle) else moved
-        )
-        if location is None:
-            unresolved.add(handle.relative_path if isinstance(handle, RelativeFileHandle) else text)
+        url = resolver.url(text, not is_relative)
+        if url is None:
+            unresolved.add(spelled if is_relative else text)
             continue
-        entry = needed.setdefault(location.url, [0, 0])
-        entry[0] = max(entry[0], extent)
-        entry[1] += 1
-        if isinstance(handle, RelativeFileHandle):
-            relative.add(location.url)
+        entry = needed.get(url)
+        if entry is None:
+            needed[url] = [max(0, extent), 1]
+        else:
+            entry[0] = max(entry[0], extent)
+            entry[1] += 1
+        if is_relative:
+            relative.add(url)
     return CheckpointReferences(
         checkpoint_id=metadata.checkpoint_id,
         directory=directory.url,
