@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 STORED = Path(__file__).resolve().parent.parent / "tests" / "meta" / "api_surface.json"
-MODULES = ("ckptstore", "ckptstore.api", "ckptconform")
+MODULES = ("ckptstore", "ckptstore.api", "flinkmeta", "ckptconform")
 DISTRIBUTION = "checkpoint-conformance"
-_OWN = ("ckptstore", "ckptconform")
+_OWN = ("ckptstore", "flinkmeta", "ckptconform")
 
 
 def _parameters(obj: Any) -> list[str] | None:

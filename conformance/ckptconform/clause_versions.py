@@ -49,7 +49,7 @@ INTRODUCED: dict[str, tuple[str, ...]] = {
         "REQ-8 REQ-9 REQ-10 REQ-11 REQ-12"
     ),
     "0.3.0": _ids("THR-4 STR-15 STR-16 MD-12 MD-13 DIS-7 BAD-17 REQ-13"),
-    "0.4.0": (),
+    "0.4.0": _ids("FLK-1"),
 }
 
 #: version -> the clauses whose requirement it tightened: a storage that passed such a clause

@@ -294,6 +294,7 @@ GROUPS: dict[str, str] = {
     "BAD": "bad input, hostile pointers and secrets",
     "SPK": "distributed execution on Spark",
     "REQ": "request budgets",
+    "FLK": "Flink reads it",
 }
 
 #: What a reader needs to know about a group before its clauses (CONFORMANCE.md).
@@ -322,6 +323,13 @@ GROUP_NOTES: dict[str, str] = {
     "so all of these work behind the counting proxy). They run on object stores with a "
     "ledger. `ckptconform budget` runs the same "
     "workload at scale (on Spark where it can) against budgets and a baseline.",
+    "FLK": "These clauses hold what a storage wrote to Apache Flink 2.3.0's own code: its "
+    "`Checkpoints.loadCheckpointMetadata` runs in a JVM (the Flink leg, "
+    "`ckptconform.flink`: Java 11 or newer, py4j and Flink's jars from the "
+    "`apache-flink-libraries` wheel, cached) on a `_metadata` in Flink's format that the "
+    "suite's job writes, each state as Flink's handle of the storage's handle. Where Flink "
+    "cannot run the leg is skipped with that reason; `--require-legs=flink` turns the skip "
+    "into an error and fetches the jars.",
 }
 
 #: Groups that exist but have no clauses yet (later issues add them).
@@ -2121,6 +2129,25 @@ _CATALOG: list[Clause] = [
        rationale="decision: servers drop idle and overloaded connections, and a task thread "
        "that read once through a dropped connection must not fail every later read.",
        spec=("decision",)),
+    # ------------------------------------------------------------------ FLK
+    _c("FLK-1", "MUST", (), "Flink reads it",
+       "A checkpoint and a savepoint written through the storage load in Flink 2.3.0's own "
+       "loader, and every file Flink's handles name holds the bytes the task wrote.",
+       conditions=(
+           "3 subtasks, 6 states each: exclusive, shared and task-owned where claimed, around "
+           "the inline threshold where claimed; the handles as Flink's in a version 6 _metadata",
+           "a checkpoint that also references the shared state of the one before, and a "
+           "savepoint",
+           "Checkpoints.loadCheckpointMetadata on the _metadata bytes with the external pointer",
+           "on file paths Flink reads every file through its handle; on other schemes the kit "
+           "reads the path Flink names with the backend's options",
+           "each handle's state size is the number of bytes written",
+       ),
+       rationale="Flink restores a checkpoint only through its own loader: a handle's path is "
+       "read by Flink's Path and file systems (PATH, H1), relative handles are joined to the "
+       "pointer's directory (H5). Beyond Flink: a path that fsspec reads, such as "
+       "local:///dir, may be one that Flink's Path cannot.",
+       spec=("H1", "H5", "PATH")),
 ]
 # fmt: on
 

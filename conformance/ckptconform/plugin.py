@@ -7,8 +7,9 @@ suite without ``--impl`` is a usage error). With ``--impl`` it:
 - loads and validates the target (any problem is a usage error, exit code 4);
 - collects the installed suite when no test paths were given;
 - parametrizes ``backend`` over ``--backend`` and provides ``target``, ``backend``,
-  ``sandbox``, ``ledger`` and ``spark`` (the run's Spark leg, when ``--backend`` selects
-  ``spark``; ``--spark-master``);
+  ``sandbox``, ``ledger``, ``spark`` (the run's Spark leg, when ``--backend`` selects
+  ``spark``; ``--spark-master``) and ``flink`` (Flink 2.3.0's own metadata loader, the Flink
+  leg: wherever Java, py4j and Flink's jars are; ``--require-legs=flink`` fetches the jars);
 - skips, with a reason (``ckptconform.policy``), a test whose clauses or ``requires`` marker
   need an unclaimed capability, that needs an option key the target does not declare (its
   capabilities' keys and its ``options`` marker), whose backend scheme the target does not
@@ -45,6 +46,7 @@ from ckptconform import __version__
 from ckptconform.failures import clauses_of
 from ckptconform.policy import (
     DEFAULT_LEGS,
+    FLINK_LEG,
     SPARK_LEG,
     SPARK_NOT_SELECTED,
     TRAITS,
@@ -156,7 +158,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAMES",
         default="",
         help="comma-separated legs that must run (of those --backend selects, spark "
-        "included): if one cannot, that is an error, not a skip",
+        "included, and flink, Flink's own loader for FLK, which fetches Flink's jars): if one "
+        "cannot, that is an error, not a skip",
     )
     group.addoption(
         "--spark-master",
@@ -264,6 +267,14 @@ def _load_profile(name: str) -> None:
         ) from exc
 
 
+def _flink_availability(*, download: bool) -> str | None:
+    """Why Flink's own loader cannot run here (one sentence), or None; fetches Flink's jars
+    only when ``download`` (the Flink leg is required)."""
+    from ckptconform.flink.jars import unavailable_reason
+
+    return unavailable_reason(download=download)
+
+
 def _make_state(config: pytest.Config, impl: str) -> RunState:
     from ckptconform.backends import BackendError, BackendPool, BackendSettings
     from ckptconform.report import OutcomeRecorder
@@ -289,7 +300,9 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         raise pytest.UsageError(str(exc)) from None
     selected = pool.names
     required = set(_split(config.getoption("require_legs")))
-    not_selected = sorted(required - set(selected) - ({SPARK_LEG} if spark_selected else set()))
+    not_selected = sorted(
+        required - set(selected) - ({SPARK_LEG} if spark_selected else set()) - {FLINK_LEG}
+    )
     if not_selected:
         raise pytest.UsageError(
             f"--require-legs names {', '.join(not_selected)}, which --backend does not select "
@@ -318,6 +331,9 @@ def _make_state(config: pytest.Config, impl: str) -> RunState:
         spark_reason = SPARK_NOT_SELECTED
     if spark_reason is not None:
         leg_skips[SPARK_LEG] = spark_reason
+    flink_reason = _flink_availability(download=FLINK_LEG in required)
+    if flink_reason is not None:
+        leg_skips[FLINK_LEG] = flink_reason
     failing = {name: leg_skips[name] for name in sorted(required) if name in leg_skips}
     if failing:
         raise pytest.UsageError(
@@ -436,6 +452,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"  spark leg{required}: "
             + (f"SKIPPED: {status}" if status else state.spark.describe())
         )
+    status = state.leg_skips.get(FLINK_LEG)
+    required = " [required]" if FLINK_LEG in state.required else ""
+    lines.append(
+        f"  flink leg{required}: " + (f"SKIPPED: {status}" if status else "Flink 2.3.0's loader")
+    )
     should = "fail the run" if state.strict_should else "are reported as WARN"
     lines.append(f"  hypothesis profile: {state.profile}; failing SHOULD clauses {should}")
     if state.clauses_as_of is not None:
@@ -585,6 +606,7 @@ def _apply_policy(
         options=options,
         backend=backend_name,
         spark=SPARK_LEG in getattr(item, "fixturenames", ()),
+        flink=FLINK_LEG in getattr(item, "fixturenames", ()),
         traits=[
             (trait, wanted)
             for marker in item.iter_markers("backend_traits")
@@ -694,6 +716,27 @@ def spark(request: pytest.FixtureRequest, _ckptconform_state: RunState) -> Any:
             pytest.fail(f"required Spark leg cannot run (--require-legs): {exc}", pytrace=False)
         pytest.skip(str(exc))
     return leg
+
+
+@pytest.fixture
+def flink(_ckptconform_state: RunState) -> Any:
+    """Flink 2.3.0's own metadata loader (``ckptconform.flink.metadata``), its JVM started;
+    skips with the reason where Flink cannot run (fails where the Flink leg is required)."""
+    from ckptconform.flink import gateway, metadata
+    from ckptconform.flink.jars import FlinkUnavailableError
+
+    required = FLINK_LEG in _ckptconform_state.required
+    reason = _ckptconform_state.leg_skips.get(FLINK_LEG)
+    if reason is None:
+        try:
+            gateway.gateway()
+        except (FlinkUnavailableError, OSError) as exc:
+            reason = f"Flink's JVM did not start: {exc}"
+    if reason is not None:
+        if required:
+            pytest.fail(f"required Flink leg cannot run (--require-legs): {reason}", pytrace=False)
+        pytest.skip(reason)
+    return metadata
 
 
 def _start_announced(config: pytest.Config, leg: Any) -> None:
@@ -968,6 +1011,11 @@ def _finish_report(config: pytest.Config, state: RunState, exitstatus: int) -> N
             "status": _spark_status(state.leg_skips.get(SPARK_LEG)),
             "reason": state.leg_skips.get(SPARK_LEG, ""),
             "required": SPARK_LEG in state.required,
+        },
+        "flink": {
+            "status": "skipped" if FLINK_LEG in state.leg_skips else "selected",
+            "reason": state.leg_skips.get(FLINK_LEG, ""),
+            "required": FLINK_LEG in state.required,
         },
         "suite_version": __version__,
         "hypothesis_profile": state.profile,

@@ -5,7 +5,8 @@ run's state, asks ``skip_reason``, and adds the skip. A test is skipped, with th
 that applies, when
 
 1. its backend's leg cannot run (unsupported scheme, no server, ...) or, for a Spark test, the
-   Spark leg cannot;
+   Spark leg cannot, or, for a test of Flink's own loader, the Flink leg cannot (no Java, no
+   py4j, Flink's jars neither cached nor to be fetched);
 2. it needs a capability the target does not claim: those of its clauses (``CLAUSES``) and of
    its ``requires`` marker -> "capability X not claimed by <target>", or claims only on other
    schemes than its backend's -> "capability X not claimed by <target> on scheme Y (only on
@@ -27,6 +28,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_LEGS",
+    "FLINK_LEG",
     "SPARK_LEG",
     "SPARK_NOT_SELECTED",
     "TRAITS",
@@ -39,6 +41,9 @@ __all__ = [
 
 #: The name of the Spark leg in ``--backend``, ``--require-legs``, the leg skips and the report.
 SPARK_LEG = "spark"
+#: The name of the Flink leg (Flink 2.3.0's own loader in a JVM, for FLK) in ``--require-legs``,
+#: the leg skips and the report; it runs wherever Flink can, whatever ``--backend`` selects.
+FLINK_LEG = "flink"
 #: The legs of a run whose ``--backend`` is not given.
 DEFAULT_LEGS = ("local", "memory", "moto", SPARK_LEG)
 #: Why the Spark tests of a run whose ``--backend`` leaves the Spark leg out are skipped.
@@ -61,6 +66,7 @@ class Needs:
     options: tuple[str, ...] = ()
     backend: str | None = None
     spark: bool = False
+    flink: bool = False
     #: (trait, wanted) pairs of its ``backend_traits`` markers; ``None`` wants nothing
     traits: tuple[tuple[str, Any], ...] = ()
 
@@ -73,7 +79,7 @@ class Offer:
     capabilities: frozenset[str]
     #: the option keys the target declares; ``None``: it declares none and gets every key
     options: frozenset[str] | None = None
-    #: leg name (a backend, or ``SPARK_LEG``) -> why it cannot run
+    #: leg name (a backend, ``SPARK_LEG`` or ``FLINK_LEG``) -> why it cannot run
     leg_skips: Mapping[str, str] = field(default_factory=dict)
     #: backend name -> trait -> value
     traits: Mapping[str, Mapping[str, bool]] = field(default_factory=dict)
@@ -98,6 +104,7 @@ def needs_of(
     options: Iterable[str] = (),
     backend: str | None = None,
     spark: bool = False,
+    flink: bool = False,
     traits: Iterable[tuple[str, Any]] = (),
     catalog: Mapping[str, Any] | None = None,
     option_catalog: Mapping[str, Any] | None = None,
@@ -119,6 +126,7 @@ def needs_of(
         options=tuple(dict.fromkeys([*of_capabilities, *options])),
         backend=backend,
         spark=spark,
+        flink=flink,
         traits=tuple(traits),
     )
 
@@ -131,6 +139,8 @@ def skip_reason(needs: Needs, offer: Offer) -> tuple[str | None, list[str]]:
         reason = offer.leg_skips.get(needs.backend)
     if reason is None and needs.spark:
         reason = offer.leg_skips.get(SPARK_LEG)
+    if reason is None and needs.flink:
+        reason = offer.leg_skips.get(FLINK_LEG)
     if reason is None:
         missing = [cap for cap in needs.capabilities if cap not in offer.capabilities]
         if missing:

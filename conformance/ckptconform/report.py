@@ -538,6 +538,10 @@ def _header_lines(header: Mapping[str, Any]) -> list[str]:
     spark = header.get("spark")
     if spark:
         out.append(f"- spark leg: {_spark_line(spark)}")
+    flink = header.get("flink")
+    if flink:
+        note = f" ({flink['reason']})" if flink.get("reason") else ""
+        out.append(f"- flink leg: {flink['status']}{note}")
     clause_set = header.get("clause_set")
     if clause_set:
         pinned = f" (pinned by {clause_set['source']})" if clause_set.get("pinned") else ""

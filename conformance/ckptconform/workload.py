@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from ckptconform.metadata_file import PlacedState, encode_metadata, master_state
 from ckptstore.api import (
     CheckpointedStateScope,
     CheckpointStorageLocationReference,
@@ -135,11 +136,14 @@ class TaskFailure:
 
 @dataclass(frozen=True, slots=True)
 class StateRecord:
-    """One written state: its stream, the pickled handle (None: the stream returned None)."""
+    """One written state: its stream, the pickled handle (None: the stream returned None), the
+    subtask that wrote it and its place among that subtask's streams (the operator of the
+    chain, in ``_metadata``)."""
 
     spec: StreamSpec
     handle: bytes | None
     task: int = -1
+    slot: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +287,7 @@ def write_subtask(plan: SubtaskPlan, ready: Callable[[], None] | None = None) ->
         if ready is not None:
             ready()
 
-        def write_one(spec: StreamSpec) -> StateRecord:
+        def write_one(slot: int, spec: StreamSpec) -> StateRecord:
             with _step(f"write {spec.describe()}"):
                 if spec.kind == TASK_OWNED_STATE:
                     stream = access.create_task_owned_state_stream()
@@ -301,10 +305,10 @@ def write_subtask(plan: SubtaskPlan, ready: Callable[[], None] | None = None) ->
                     raise
             with _step(f"pickle the handle of {spec.describe()}"):
                 blob = None if handle is None else pickle.dumps(handle)
-            return StateRecord(spec, blob, plan.index)
+            return StateRecord(spec, blob, plan.index, slot)
 
         with ThreadPoolExecutor(max_workers=max(1, plan.threads)) as pool:
-            states = list(pool.map(write_one, plan.streams))
+            states = list(pool.map(write_one, range(len(plan.streams)), plan.streams))
         failure = None
     except _StepFailedError as exc:
         failure = exc.failure
@@ -489,9 +493,12 @@ class CheckpointRun:
 class Coordinator:
     """The driver's part of a job: locations, plans, ``_metadata``, finalization, restores.
 
-    ``_metadata`` is a pickle of the ``StateRecord`` values the checkpoint references: the new
-    state the tasks wrote and, when ``carry_shared``, the shared state of earlier checkpoints
-    that is still in use (as an incremental state backend keeps its files).
+    ``_metadata`` is Flink's checkpoint metadata (``ckptconform.metadata_file``) of the states
+    the checkpoint references: the new state the tasks wrote and, when ``carry_shared``, the
+    shared state of earlier checkpoints that is still in use (as an incremental state backend
+    keeps its files). Each subtask runs a chain of ``streams_per_task`` operators, each writing
+    one of its streams; the ``StateRecord`` values travel pickled as the master state
+    ``ckptconform`` (``metadata_states``).
     """
 
     storage: Any
@@ -556,7 +563,14 @@ class Coordinator:
 
     def finalize(self, run: CheckpointRun, carried: Sequence[StateRecord] = ()) -> CheckpointRun:
         """Write ``_metadata`` (the run's states plus ``carried`` ones) and finalize it."""
-        body = pickle.dumps({"checkpoint_id": run.checkpoint_id, "states": [*run.states, *carried]})
+        states = [*run.states, *carried]
+        record = pickle.dumps({"checkpoint_id": run.checkpoint_id, "states": states})
+        placed = [
+            PlacedState(s.slot, s.task, s.spec.kind, pickle.loads(s.handle))
+            for s in states
+            if s.handle is not None
+        ]
+        body = encode_metadata(run.checkpoint_id, self.tasks, placed, record)
         stream = run.location.create_metadata_output_stream()
         try:
             stream.write(body)
@@ -569,13 +583,14 @@ class Coordinator:
 
 
 def metadata_states(completed: Any) -> list[StateRecord]:
-    """The ``StateRecord`` values a finalized ``_metadata`` of this workload holds."""
+    """The ``StateRecord`` values a finalized ``_metadata`` of this workload holds (its master
+    state ``ckptconform``)."""
     stream = completed.metadata_handle.open_input_stream()
     try:
         body = stream.read()
     finally:
         stream.close()
-    content: Mapping[str, Any] = pickle.loads(body)
+    content: Mapping[str, Any] = pickle.loads(master_state(body))
     return list(content["states"])
 
 

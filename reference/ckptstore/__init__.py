@@ -12,7 +12,8 @@ method), ``redaction`` (``redact``/``redact_text``: what ``repr``, errors and lo
 family behind one protocol, the registry of file systems, the raw operations, the S3 retry
 budget: ``retry_budget``), ``filesystem`` (the file-system storage: locations, streams,
 metadata, handles, pointers, layout, crash leftovers), ``jobmanager`` (the JobManager
-storage) and ``flink_metadata`` (Flink's ``_metadata`` format, read and written).
+storage), plus ``flink_metadata`` (Flink's ``_metadata`` format: the standalone package
+``flinkmeta`` under the reference's errors) and ``admin`` (tools for checkpoint roots).
 """
 
 from __future__ import annotations

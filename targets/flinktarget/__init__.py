@@ -3,10 +3,11 @@
 ``pytest --impl=flink`` runs the suite against Flink's ``FileSystemCheckpointStorage``;
 ``--impl=flink-jobmanager`` against its ``JobManagerCheckpointStorage`` (with the checkpoint
 directory set, so completed checkpoints are addressable). Both drive the Java classes through
-a py4j gateway to one JVM per process (``flinktarget.gateway``) that runs the jars of the
-``apache-flink-libraries`` 2.3.0 wheel, fetched with pip on first use and cached
-(``flinktarget.jars``). Install with ``pip install 'checkpoint-conformance[flink]'``; Java 11 or
-newer must be on the PATH (or in JAVA_HOME).
+a py4j gateway to one JVM per process (the kit's ``ckptconform.flink.gateway``, re-exported
+as ``flinktarget.gateway``) that runs the jars of the ``apache-flink-libraries`` 2.3.0 wheel,
+fetched with pip on first use and cached (``flinktarget.jars``). Install with
+``pip install 'checkpoint-conformance[flink]'``; Java 11 or newer must be on the PATH (or in
+JAVA_HOME).
 
 The entry points are callables: loading the target checks Java and py4j and fetches the jars,
 so a machine without Java gets one sentence (a usage error of the run), not a stack trace.

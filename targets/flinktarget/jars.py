@@ -1,4 +1,4 @@
-"""Flink 2.3.0's jars for the Flink targets: the kit's ``ckptconform.flink_jars``, re-exported.
+"""Flink 2.3.0's jars for the Flink targets: the kit's ``ckptconform.flink.jars``, re-exported.
 
 The kit fetches and caches the jars (the bench's Flink peer needs them too); the target's
 modules and tests keep importing them from here.
@@ -6,7 +6,7 @@ modules and tests keep importing them from here.
 
 from __future__ import annotations
 
-from ckptconform.flink_jars import (
+from ckptconform.flink.jars import (
     FLINK_VERSION,
     MINIMUM_JAVA,
     FlinkUnavailableError,

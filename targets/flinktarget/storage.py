@@ -1,11 +1,11 @@
 """Flink 2.3.0's own checkpoint storages behind the ``ckptstore.api`` contract.
 
 Every object here wraps the Java object Flink itself uses and forwards each call to it through
-this process's JVM gateway (``flinktarget.gateway``); nothing of Flink's behaviour is redone in
-Python. The adapter does only what a typed Java caller gets for free: it refuses a Python value
-that no Java signature could take (``JavaTypeError``, a ``TypeError`` and a ``ValueError``),
-converts values (``JobID``, scopes, references, handles) and maps Java exceptions to the
-contract's built-in types.
+this process's JVM gateway (the kit's ``ckptconform.flink.gateway``); nothing of Flink's
+behaviour is redone in Python. The adapter does only what a typed Java caller gets for free:
+it refuses a Python value that no Java signature could take (``JavaTypeError``, a
+``TypeError`` and a ``ValueError``), converts values (``JobID``, scopes, references, handles)
+and maps Java exceptions to the contract's built-in types.
 
 - ``FlinkCheckpointStorage`` holds configuration only (``FlinkConfig``): it pickles to that,
   and each process builds its own Java storage from it (``FileSystemCheckpointStorage`` or
@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Self, cast
 
+from ckptconform.flink.gateway import JavaTypeError, java_errors, jvm
 from ckptstore.api import (
     ByteStreamStateHandle,
     CheckpointedStateScope,
@@ -41,7 +42,6 @@ from ckptstore.api import (
     JobID,
     StreamStateHandle,
 )
-from flinktarget.gateway import JavaTypeError, java_errors, jvm
 
 __all__ = [
     "FlinkCheckpointStorage",

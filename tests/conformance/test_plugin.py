@@ -507,6 +507,42 @@ def test_the_spark_leg_is_chosen_by_backend(tmp_path):
     assert "--require-legs names spark, which --backend does not select" in run.output, run
 
 
+FLINK_TESTS = dedent(
+    f'''
+    import pytest
+
+    @pytest.mark.clause("{MUST}")
+    def test_with_flink(flink, backend):
+        pass
+    '''
+)
+
+
+def test_the_flink_leg_skips_with_its_reason_unless_required(tmp_path, monkeypatch):
+    """Where Flink cannot run (here: no jars in the cache, no Java on the PATH) a test of
+    Flink's loader skips with the reason; --require-legs=flink makes that a usage error,
+    though --backend never names the leg."""
+    (tmp_path / "test_flink_tests.py").write_text(FLINK_TESTS)
+    write_target(tmp_path)
+    monkeypatch.setenv("CKPTCONFORM_CACHE", str(tmp_path / "empty-cache"))
+    run, report = _run(tmp_path, "--impl=fake_target", "--backend=local", "test_flink_tests.py")
+    assert run.returncode == 0, run
+    test = _tests_by_id(report)["test_with_flink[local]"]
+    assert test["status"] == "SKIP", test
+    flink = report["header"]["flink"]
+    assert (flink["status"], flink["required"]) == ("skipped", False), flink
+    assert test["message"] == flink["reason"] != "", test
+    assert f"flink leg: SKIPPED: {flink['reason']}" in run.output, run
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-java-here"))
+    run = run_pytest(
+        tmp_path, "--impl=fake_target", "--backend=local", "--require-legs=flink",
+        "test_flink_tests.py",
+    )  # fmt: skip
+    assert run.returncode == 4, run
+    assert "flink: The flink target needs Java 11 or newer" in run.output, run
+
+
 def test_help_works_whatever_impl_says(tmp_path):
     """`pytest --impl=X --help` prints the options even while X does not import."""
     run = run_pytest(tmp_path, "--impl=not_written_yet", "--help")

@@ -8,6 +8,7 @@ import pytest
 
 from ckptconform.clauses import CLAUSES, OPTIONS
 from ckptconform.policy import (
+    FLINK_LEG,
     SPARK_LEG,
     Needs,
     Offer,
@@ -62,6 +63,12 @@ def test_an_undeclared_option_skips_with_its_reason():
     )
     offer = Offer("mine", ALL, options=frozenset({"inline_threshold", "entropy_key"}))
     assert skip_reason(needs, offer) == (None, [])
+
+
+def test_a_test_of_flinks_loader_skips_with_the_flink_legs_reason():
+    offer = Offer("mine", ALL, leg_skips={FLINK_LEG: "no Java"})
+    assert skip_reason(needs_of([INLINE], backend="local", flink=True), offer) == ("no Java", [])
+    assert skip_reason(needs_of([INLINE], backend="local"), offer) == (None, [])
 
 
 def test_reasons_come_in_order_leg_spark_capability_option_trait():

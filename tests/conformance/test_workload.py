@@ -2,7 +2,7 @@
 
 The Spark leg runs the same functions on executors (tests/meta); here the plans, the task
 functions, the failure values and the coordinator's ``_metadata`` round trip are checked without
-a cluster.
+a cluster, and the coordinator's ``_metadata`` is Flink's format (read with ``flinkmeta``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import pickle
 
 import pytest
 
+import flinkmeta
+from ckptconform.metadata_file import MASTER_STATE, key_group_range, operator_id
 from ckptconform.workload import (
     EXCLUSIVE_STATE,
     KINDS,
@@ -74,6 +76,49 @@ def test_coordinator_writes_finalizes_and_restores_on_threads(storage):
     results = [r for report in reports for r in report.results]
     assert len(results) == 15
     assert {r.status for r in results} == {"ok"}
+
+
+def test_the_metadata_is_flinks_format_of_every_state(storage):
+    """One operator per stream of the chain (16-byte ids, parallelism = tasks, 128 key groups),
+    each state as Flink names it, the records as the master state; carried shared state sits
+    in the incremental handles beside the new one."""
+    coord = Coordinator(
+        storage, ThreadRunner(3), tasks=3, streams_per_task=4, threshold=1024, kinds=KINDS
+    )
+    coord.init_base()
+    first = coord.finalize(coord.write(1, coord.checkpoint_location(1)))
+    carried = [s for s in first.states if s.spec.kind == SHARED_STATE]
+    second = coord.finalize(coord.write(2, coord.checkpoint_location(2)), carried)
+    stream = second.completed.metadata_handle.open_input_stream()
+    try:
+        metadata = flinkmeta.read_metadata(stream.read())
+    finally:
+        stream.close()
+    assert (metadata.version, metadata.checkpoint_id) == (6, 2)
+    assert [m.name for m in metadata.master_states] == [MASTER_STATE]
+    assert [op.operator_id for op in metadata.operators] == [operator_id(i) for i in range(4)]
+    assert {(op.parallelism, op.max_parallelism) for op in metadata.operators} == {(3, 128)}
+    for op in metadata.operators:
+        for entry in op.subtasks or ():
+            keyed = entry.state.managed_keyed if entry.state else None
+            if keyed is not None:
+                start = getattr(keyed, "key_group_start", None)
+                assert start == key_group_range(entry.index, 3, 128)[0]
+    expected = {}
+    for record in [*second.states, *carried]:
+        handle = pickle.loads(record.handle)
+        path = getattr(handle, "relative_path", None) or getattr(handle, "file_path", None)
+        expected[path or handle.handle_name] = handle.state_size
+    named = {}
+    for handle in flinkmeta.stream_handles(metadata):
+        if isinstance(handle, flinkmeta.RelativeFileHandle):
+            named[handle.relative_path] = handle.state_size
+        elif isinstance(handle, flinkmeta.FileHandle):
+            named[handle.path] = handle.state_size
+        elif isinstance(handle, flinkmeta.ByteStreamHandle):
+            named[handle.name] = handle.state_size
+    assert named == expected
+    assert metadata_states(second.completed) == [*second.states, *carried]
 
 
 def test_a_failing_step_comes_back_as_a_value():

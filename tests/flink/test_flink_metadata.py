@@ -1,6 +1,8 @@
 """Flink 2.3.0's own loader against ckptstore.flink_metadata (needs Java; the Flink leg).
 
-For every ``_metadata`` of the fixture tree and for metadata the Python writer makes from at
+For every ``_metadata`` of every fixture archive (``fixtures/flink/*.tar.gz``: trees of real
+Flink 2.3.0 jobs, RocksDB incremental, unaligned, file merging, savepoints of both formats) and
+for metadata the Python writer makes from at
 least 200 hypothesis-drawn values, ``Checkpoints.loadCheckpointMetadata`` loads the bytes and
 agrees with the Python reader on the checkpoint id, the master states, the operators (id,
 parallelism, maximum parallelism, name, uid, finished subtasks, coordinator state) and every
@@ -8,14 +10,14 @@ stream state handle with its path, size and offsets; and what Flink writes back
 (``Checkpoints.storeCheckpointMetadata``, version 6) reads in Python as the same values, except
 for what Flink itself makes up when the bytes lack it (a state handle id, the checkpointed size
 of an old incremental handle, a changelog's storage identifier or checkpoint id). Run it with
-``CKPTCONFORM_FLINK=1 python -m pytest tests/flink/test_flink_metadata.py``.
+``CKPTCONFORM_FLINK=1 python -m pytest tests/flink/test_flink_metadata.py``. The kinds of
+handles each tree's ``MANIFEST.json`` records are checked against Flink's loader here too.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import tarfile
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -38,25 +40,29 @@ from ckptstore.flink_metadata import (
     write_metadata,
 )
 from tests.reference import _flink_metadata_strategies as strategies
+from tests.reference._flink_trees import ARCHIVES, MANIFEST_TREES, Tree, unpack
 
-REPO = Path(__file__).resolve().parents[2]
-ARCHIVE = REPO / "fixtures" / "flink" / "flink-2.3.0-hashmap-inline0.tar.gz"
 EXAMPLES = 200
 #: fields Flink fills in itself when the bytes (an older tag) lack them
 MADE_UP_BY_FLINK = {"handle_id", "checkpointed_size", "checkpoint_id", "storage_identifier"}
+#: how many ``_metadata`` the archive without a MANIFEST.json holds
+INLINE0_METADATA = 4
 
 
 @pytest.fixture(scope="module")
-def metadata_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    root = tmp_path_factory.mktemp("flink-tree")
-    with tarfile.open(ARCHIVE) as archive:
-        archive.extractall(root, filter="data")
-    return sorted(p.parent for p in root.rglob("_metadata"))
+def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Tree]:
+    """Every fixture archive, unpacked, by name."""
+    unpacked = [unpack(a, tmp_path_factory.mktemp("flink-tree") / a.name) for a in ARCHIVES]
+    return {t.name: t for t in unpacked}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def flink_properties(metadata_dirs: list[Path]) -> None:
-    blobs = {read_metadata((d / "_metadata").read_bytes()).properties for d in metadata_dirs}
+def flink_properties(trees: dict[str, Tree]) -> None:
+    blobs = {
+        read_metadata((d / "_metadata").read_bytes()).properties
+        for t in trees.values()
+        for d in t.metadata_dirs()
+    }
     strategies.with_properties(sorted(b for b in blobs if b is not None))
 
 
@@ -152,12 +158,43 @@ def _name(partition: Any) -> str:
     return str(partition.name)
 
 
+def _tree_names() -> list[str]:
+    return [a.name.removeprefix("flink-2.3.0-").removesuffix(".tar.gz") for a in ARCHIVES]
+
+
+@pytest.mark.parametrize("name", _tree_names())
 def test_flink_and_the_reader_agree_on_every_fixture(
-    flink_ready: None, metadata_dirs: list[Path]
+    flink_ready: None, trees: dict[str, Tree], name: str
 ) -> None:
-    assert len(metadata_dirs) == 4
-    for directory in metadata_dirs:
+    tree = trees[name]
+    directories = tree.metadata_dirs()
+    if tree.manifest is None:
+        assert len(directories) == INLINE0_METADATA
+    else:
+        completed = [e for e in tree.manifest["checkpoints"] if e["state"] == "completed"]
+        assert len(directories) == len(completed)
+    for directory in directories:
         assert_flink_agrees((directory / "_metadata").read_bytes(), directory)
+
+
+@pytest.mark.parametrize("name", MANIFEST_TREES)
+def test_the_manifest_records_what_flink_loads(
+    flink_ready: None, trees: dict[str, Tree], name: str
+) -> None:
+    """Each completed entry's id and handle classes are what Flink loads from the tree."""
+    from flinktarget import metadata as flink
+
+    tree = trees[name]
+    assert tree.manifest is not None
+    for entry in tree.manifest["checkpoints"]:
+        if entry["state"] != "completed":
+            continue
+        directory = tree.directory / entry["path"]
+        loaded = flink.load((directory / "_metadata").read_bytes(), directory.as_uri())
+        assert int(loaded.getCheckpointId()) == entry["checkpoint_id"]
+        assert dict(flink.handle_classes(loaded)) == entry["handle_classes"], entry["path"]
+        inline = sum(s[2] for s in flink.summary(loaded)["streams"] if s[0] == "bytes")
+        assert inline == entry["inline_bytes"]
 
 
 def test_flink_loads_what_the_writer_writes(flink_ready: None) -> None:

@@ -17,6 +17,7 @@ import importlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scripts.conformance_doc import clause_tests
@@ -39,6 +40,11 @@ def _modules_of(clause_ids: Iterable[str]) -> list[str]:
     return sorted(names)
 
 
+def _needs_flink(target: Any) -> bool:
+    """Whether a defect's clauses are held to Flink's own loader (the FLK group)."""
+    return any(cid.startswith("FLK-") for cid in target.breaks)
+
+
 @pytest.mark.parametrize("module", ckptbroken.MODULES)
 def test_broken_implementation_fails_its_clause(module, tmp_path):
     target = importlib.import_module(f"ckptbroken.{module}").conformance_target
@@ -48,7 +54,9 @@ def test_broken_implementation_fails_its_clause(module, tmp_path):
     if on_spark is None:
         on_spark = any(cid.startswith("SPK-") for cid in target.breaks)
     backends = [*target.backends, "spark"] if on_spark else list(target.backends)
-    legs = ["--require-legs=spark"] if on_spark else []
+    # FLK clauses need Flink's own loader: the Flink leg must run (not skip) for them
+    required = [*(["spark"] if on_spark else []), *(["flink"] if _needs_flink(target) else [])]
+    legs = [f"--require-legs={','.join(required)}"] if required else []
     modules = [str(SUITE / name) for name in target.suite_modules or _modules_of(target.breaks)]
     run = run_suite(
         f"ckptbroken.{module}",

@@ -16,7 +16,7 @@ import uuid
 
 from hypothesis import strategies as st
 
-from ckptstore.flink_metadata import values as v
+from flinkmeta import values as v
 
 # CheckpointProperties as Flink 2.3.0 serialized them: a checkpoint's and a canonical savepoint's
 # (the tails of the fixture tree's chk-9 and savepoint _metadata files).

@@ -30,17 +30,10 @@ def _status(result: AuditResult) -> dict[str, str]:
     return {c.relative: c.status for c in result.checkpoints}
 
 
-def _s3_put(s3: S3Root) -> Any:
-    def put(url: str, data: bytes) -> None:
-        s3.raw.pipe_file(parse_storage_path(url).path, data)
-
-    return put
-
-
 @pytest.fixture
 def s3_tree(s3: S3Root) -> Any:
     pytest.importorskip("s3fs")
-    return build_tree(s3.sub("root"), s3.sub("elsewhere"), _s3_put(s3))
+    return build_tree(s3.sub("root"), s3.sub("elsewhere"), s3.put)
 
 
 def test_on_s3_the_audit_sends_listing_pages_and_one_get_per_metadata(

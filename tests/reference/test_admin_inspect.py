@@ -105,3 +105,26 @@ def test_bad_pointers_exit_with_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert err[0].startswith("ckptstore inspect: MetadataFormatError: ")
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(flink_tree: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    command = [
+        sys.executable,
+        "-m",
+        "ckptstore.admin.cli",
+        "inspect",
+        str(flink_tree / FLINK_JOB / "chk-12"),
+    ]
+    child = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
+    )
+    assert child.stdout is not None
+    assert child.stderr is not None
+    child.stdout.readline()
+    child.stdout.close()  # as `| head -1` does
+    assert child.stderr.read() == b""
+    assert child.wait(timeout=60) in (0, 1)

@@ -124,12 +124,13 @@ def test_persistent_throttling_fails_within_the_throttle_time(
         s3.ledger.clear_faults()
     puts = [r for r in rec.requests if r.operation == "PutObject"]
     assert 3 <= len(puts) <= 10, rec.summary()
-    # no attempt starts after the throttle time (the server's clock: a busy machine may delay
-    # the answers and the failure path, never the decision to stop)
-    last = max(r.time for r in puts) - started_at
-    assert last < 3.0 + 0.5, (last, rec.summary())
+    # no attempt beyond the policy's 3 starts after the throttle time (the server's clock: a
+    # busy machine may delay the answers, the 3 attempts any fault gets and the failure path,
+    # never the decision to stop)
+    beyond = sorted(r.time - started_at for r in puts)[policy.attempts :]
+    assert all(at < 3.0 + 0.5 for at in beyond), (beyond, rec.summary())
     # and the call ends: ten attempts backing off would take far longer
-    assert elapsed < 3.0 + 3.0, elapsed
+    assert elapsed < 3.0 + 6.0, elapsed
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ The peer is a small Java driver (``ckptconform/data/FlinkStreamBench.java``) tha
 Flink's own ``FsCheckpointStreamFactory`` (``createCheckpointStateOutputStream(EXCLUSIVE)``,
 an ``FsCheckpointStateOutputStream``) and times it inside the JVM (``System.nanoTime``), so
 neither the pipe nor Python is in Flink's figures. It is compiled with ``javac`` at first use
-into the cache directory of Flink's jars (``ckptconform.flink_jars``: the jars of the
+into the cache directory of Flink's jars (``ckptconform.flink.jars``: the jars of the
 ``apache-flink-libraries`` 2.3.0 wheel, fetched with pip on first use) and runs as one JVM for
 the whole bench, answering one command per line with one JSON object per line.
 
@@ -173,7 +173,7 @@ class FlinkPeer:
     def start(self) -> FlinkPeer:
         """Compile the driver if needed and start the JVM; ``PeerUnavailableError`` if not."""
         java = _java()
-        from ckptconform import flink_jars as jars
+        from ckptconform.flink import jars
         from ckptconform.java import java_major_version
 
         major = java_major_version()

@@ -32,6 +32,7 @@ import pytest
 from ckptconform.backends.base import BackendUnavailableError, random_name
 from ckptconform.backends.s3 import abort_open_uploads, s3_error_code
 from ckptconform.failures import ClauseFailure
+from ckptconform.metadata_file import PlacedState, encode_metadata, master_state
 from ckptconform.sandbox import UNCONDITIONAL_METADATA
 from ckptconform.workload import payload
 from ckptstore.api import (
@@ -57,7 +58,9 @@ __all__ = [
     "files_below",
     "is_dir",
     "is_inline",
+    "job_metadata",
     "join",
+    "metadata_handles",
     "move_tree",
     "open_uploads_below",
     "parent",
@@ -228,6 +231,19 @@ def read_handle(handle: Any) -> bytes:
         return b"".join(parts)
     finally:
         stream.close()
+
+
+def job_metadata(checkpoint_id: int, states: Sequence[tuple[str, Any]]) -> bytes:
+    """Flink's ``_metadata`` of one subtask's states, ``(kind, handle)`` each (a chain of one
+    operator per state; ``ckptconform.metadata_file``), the handles pickled in it as the
+    master state ``ckptconform`` for :func:`metadata_handles`."""
+    placed = [PlacedState(i, 0, kind, h) for i, (kind, h) in enumerate(states) if h is not None]
+    return encode_metadata(checkpoint_id, 1, placed, pickle.dumps([h for _, h in states]))
+
+
+def metadata_handles(metadata: bytes) -> list[Any]:
+    """The handles :func:`job_metadata` put into a ``_metadata``, in their order."""
+    return list(pickle.loads(master_state(metadata)))
 
 
 def file_path(handle: Any) -> str | None:
@@ -666,12 +682,18 @@ class JobDriver:
         shared: Iterable[bytes] = (),
         metadata: bytes | None = None,
     ) -> tuple[Any, list[tuple[Any, bytes]]]:
-        """Initialize, write state as a worker, finalize; return (completed, [(handle, bytes)])."""
+        """Initialize, write state as a worker, finalize; return (completed, [(handle, bytes)]).
+
+        ``_metadata`` is ``metadata``, else Flink's metadata of the written state
+        (:func:`job_metadata`)."""
         location = self.location(checkpoint_id)
         factory = self.worker(checkpoint_id, location.location_reference)
-        written = [(self.write(factory, d, EXCLUSIVE), d) for d in exclusive]
-        written += [(self.write(factory, d, SHARED), d) for d in shared]
-        meta = metadata if metadata is not None else b"meta:%d:" % checkpoint_id + payload(64)
+        states = [(EXCLUSIVE, self.write(factory, d, EXCLUSIVE), d) for d in exclusive]
+        states += [(SHARED, self.write(factory, d, SHARED), d) for d in shared]
+        written = [(h, d) for _, h, d in states]
+        meta = metadata
+        if meta is None:
+            meta = job_metadata(checkpoint_id, [(scope.value, h) for scope, h, _ in states])
         completed = self.finalize(location, meta)
         return completed, written
 

@@ -1,12 +1,11 @@
 """SAV: savepoints (seed 001; Flink ACC7, ACC8, L5, T-BASE5, T-FSA1/2, H6). Capability: savepoints.
 
-Savepoint metadata in these tests is a pickle of the state handles, as a caller that stores its
-handles in ``_metadata`` would write it; restoring reads it back through a fresh storage.
+Savepoint metadata in these tests is Flink's format of the state handles, the handles themselves
+pickled in it as a master state (``_driver.job_metadata``), as a caller that stores its handles
+in ``_metadata`` would write it; restoring reads them back through a fresh storage.
 """
 
 from __future__ import annotations
-
-import pickle
 
 import pytest
 
@@ -19,7 +18,9 @@ from ckptconform.suite._driver import (
     file_options,
     file_path,
     files_below,
+    job_metadata,
     join,
+    metadata_handles,
     move_tree,
     payload,
     put_file,
@@ -47,12 +48,14 @@ def take_savepoint(
     """Write one savepoint; return (completed, [(handle, bytes)])."""
     location = drv.access.initialize_location_for_savepoint(checkpoint_id, target_dir)
     factory = drv.worker(checkpoint_id, location.location_reference) if via_worker else location
-    written = []
+    written, kinds = [], []
     for i, scope in enumerate(scopes):
         for size in (10, 30_000):
             blob = payload(size, seed=i * 10 + size)
             written.append((write_state(factory, blob, scope), blob))
-    completed = drv.finalize(location, pickle.dumps([h for h, _ in written]))
+            kinds.append(scope)
+    states = [(scope.value, h) for scope, (h, _) in zip(kinds, written, strict=True)]
+    completed = drv.finalize(location, job_metadata(checkpoint_id, states))
     return completed, written
 
 
@@ -60,7 +63,7 @@ def check_restore(sandbox, clause, storage, pointer, written, **inputs):
     """Resolve ``pointer`` and read back ``written``; any failure is ``clause``'s."""
     with tagged(clause, "restore savepoint", sandbox, pointer=pointer, **inputs):
         loc = storage.resolve_checkpoint(pointer)
-        handles = pickle.loads(read_handle(loc.metadata_handle))
+        handles = metadata_handles(read_handle(loc.metadata_handle))
         assert len(handles) == len(written)
         for handle, (_, blob) in zip(handles, written, strict=True):
             assert read_handle(loc.resolve_handle(handle)) == blob, f"handle {handle!r}"
@@ -198,11 +201,13 @@ def test_workers_write_into_savepoints(sandbox, target):
     reference = roundtrip(location.location_reference, "SER-3", "a savepoint's reference")
     worker = JobDriver(sandbox, storage=coordinator.pickled_storage(), job_id=coordinator.job_id)
     factory = worker.worker(9, reference)
+    scopes = (EXCLUSIVE, EXCLUSIVE, SHARED)
     written = [
         (write_state(factory, payload(n, n), scope), payload(n, n))
-        for n, scope in ((20, EXCLUSIVE), (40_000, EXCLUSIVE), (50_000, SHARED))
+        for n, scope in zip((20, 40_000, 50_000), scopes, strict=True)
     ]
-    completed = coordinator.finalize(location, pickle.dumps([h for h, _ in written]))
+    states = [(scope.value, h) for scope, (h, _) in zip(scopes, written, strict=True)]
+    completed = coordinator.finalize(location, job_metadata(9, states))
     # where the worker's files lie is SAV-3's (its 'worker' case)
     check_restore(
         sandbox, "SAV-6", coordinator.fresh_storage(), completed.external_pointer, written

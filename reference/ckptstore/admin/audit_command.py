@@ -6,6 +6,9 @@ savepoints, or any tree holding them, on local, S3, SFTP or ``memory://``. The a
 ``_metadata`` once (on S3 one GET) and asks once about each file referenced from outside
 ROOT. ``--delete-orphans --older-than=DURATION`` deletes the orphans older than DURATION
 (``ckptstore.admin.cleanup``; a dry run unless ``--yes``) and audits again.
+``--spark-master URL`` runs the listing, the reads and the join on a Spark cluster
+(``ckptstore.admin.spark_audit``; ``local-cluster[2,1,1024]``, ``local[N]`` or a cluster URL)
+with the same result; without it the audit runs in this process.
 
 Exit codes: 0 when every completed checkpoint and savepoint is intact; 1 when one is not
 (broken, unreadable metadata, unverifiable references) or a deletion broke one or failed;
@@ -15,10 +18,13 @@ Exit codes: 0 when every completed checkpoint and savepoint is intact; 1 when on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ckptstore.admin import arguments, cleanup, report
-from ckptstore.admin.audit import INTACT, AuditResult, run_audit
+from ckptstore.admin.audit import INTACT, AuditResult, AuditRun, run_audit
 from ckptstore.errors import CheckpointStorageError, InvalidArgumentError
 from ckptstore.paths import parse_storage_path
 from ckptstore.stores.registry import filesystem_for, register_path
@@ -45,6 +51,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no terminal view, no progress")
     arguments.add_moved_from(parser)
     arguments.add_storage_options(parser)
+    spark = parser.add_argument_group("on Spark")
+    spark.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help="list, read and join on this Spark master (local-cluster[2,1,1024], local[4], "
+        "spark://host:7077...); needs pyspark and Java 17",
+    )
+    spark.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --spark-master: a Spark setting (repeatable)",
+    )
+    spark.add_argument(
+        "--shared-ranges",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --spark-master on S3: list each job's shared/ as N key ranges at once "
+        "(1 to 16; default 1: one task per job)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,9 +90,70 @@ def run(args: argparse.Namespace) -> int:
             older_than = cleanup.parse_duration(args.older_than)
         except InvalidArgumentError as exc:
             parser.error(f"--older-than: {exc}")
+    spark_conf = _spark_settings(args, parser)
     progress = None if args.quiet else report.LineProgress("ckptstore audit")
     try:
-        first = run_audit(args.root, options, moved_from=args.moved_from, progress=progress)
+        with _auditor(args, options, spark_conf) as audit:
+            return _audit_and_report(args, options, older_than, audit, progress)
+    except (CheckpointStorageError, OSError) as exc:
+        return arguments.fail("audit", exc)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _spark_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict[str, str]:
+    if args.spark_master is None:
+        if args.spark_conf or args.shared_ranges != 1:
+            parser.error("--spark-conf and --shared-ranges go with --spark-master")
+        return {}
+    if not 1 <= args.shared_ranges <= 16:
+        parser.error("--shared-ranges: 1 to 16")
+    conf = {}
+    for item in args.spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--spark-conf expects KEY=VALUE, got {item!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+_Audit = Callable[[Any], AuditRun]
+
+
+@contextlib.contextmanager
+def _auditor(
+    args: argparse.Namespace, options: dict[str, Any], spark_conf: dict[str, str]
+) -> Iterator[_Audit]:
+    """The audit of ``args.root`` as a function of the progress display: in this process, or
+    on one Spark session for the audit and the re-audit after a deletion."""
+    if args.spark_master is None:
+        yield lambda progress: run_audit(
+            args.root, options, moved_from=args.moved_from, progress=progress
+        )
+        return
+    from ckptstore.admin import spark_audit
+
+    with spark_audit.spark_session(args.spark_master, spark_conf) as session:
+        yield lambda progress: spark_audit.run_spark_audit(
+            session,
+            args.root,
+            options,
+            moved_from=args.moved_from,
+            progress=progress,
+            shared_ranges=args.shared_ranges,
+        )
+
+
+def _audit_and_report(
+    args: argparse.Namespace,
+    options: dict[str, Any],
+    older_than: float | None,
+    audit: _Audit,
+    progress: Any,
+) -> int:
+    try:
+        first = audit(progress)
         deletion = None
         if older_than is not None:
             plan = cleanup.plan_deletion(first.result, first.referenced, older_than, time.time())
@@ -73,11 +162,8 @@ def run(args: argparse.Namespace) -> int:
             deletion = cleanup.delete_planned(fs, root, plan, dry_run=not args.yes)
         final = first.result
         if deletion is not None and not deletion.dry_run:
-            again = run_audit(args.root, options, moved_from=args.moved_from, progress=progress)
-            final = again.result
+            final = audit(progress).result
             deletion = _with_breakage(deletion, first.result, final)
-    except (CheckpointStorageError, OSError) as exc:
-        return arguments.fail("audit", exc)
     finally:
         if progress is not None:
             progress.close()

@@ -5,6 +5,13 @@ deleted only when every check holds, and each check that fails is the reason it 
 
 * no completed checkpoint's metadata was unreadable and no reference was unresolved (either
   means the audit does not know every file that is needed: then nothing is deleted);
+* no file a checkpoint needs from elsewhere (outside the root, or missing) has the name of an
+  orphan: Flink names every state file with a random UUID, so such a namesake is the needed
+  file at another place, and the audit's view of the root is wrong (a copied tree audited
+  without ``--moved-from``, or with one a level off): then nothing is deleted. A broken
+  checkpoint alone blocks nothing: its missing files are gone already, and no orphan is one
+  it needs (Flink's CLAIM mode leaves such checkpoints behind; deleting the broken
+  checkpoint itself is the operator's decision, never this module's);
 * it is no ``_metadata`` (not even one of an in-flight directory: a checkpoint that is being
   finalized writes it last);
 * it is not referenced by any completed checkpoint or savepoint under the root;
@@ -108,6 +115,23 @@ def _blocked(result: AuditResult) -> str | None:
             f"{', '.join(unresolved[:3])} reference paths no store reaches (--moved-from?): "
             "what they need is unknown, so nothing is deleted"
         )
+    return _namesake(result)
+
+
+def _namesake(result: AuditResult) -> str | None:
+    """Why nothing may be deleted when a file needed from elsewhere is named like an orphan."""
+    orphans = {o.url.rpartition("/")[2]: o.relative for o in result.orphans}
+    for checkpoint in result.checkpoints:
+        elsewhere = dict.fromkeys(checkpoint.outside, "outside the root")
+        elsewhere.update((p.url, "missing") for p in checkpoint.problems if p.found_bytes is None)
+        for url, where in sorted(elsewhere.items()):
+            relative = orphans.get(url.rpartition("/")[2])
+            if relative is not None:
+                return (
+                    f"{checkpoint.relative or '.'} needs {redact_text(url)} ({where}) and the "
+                    f"orphan {relative} bears its name: the root may lie elsewhere than its "
+                    "references say (--moved-from?), so nothing is deleted"
+                )
     return None
 
 

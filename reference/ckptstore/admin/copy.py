@@ -9,8 +9,9 @@ place, every other file lies below ``DEST/_external/<scheme>/<bucket or host>/<p
 
 The order makes a half-done copy never look completed:
 
-1. the source's ``_metadata`` is read and resolved (``admin.pointer``, ``admin.references``);
-   a path no store reaches refuses the copy (``RelocationError``);
+1. the source's ``_metadata`` is read and resolved (``admin.pointer``, ``admin.references``;
+   a tree written elsewhere through ``moved_from``); a path no store reaches refuses the copy
+   (``RelocationError``);
 2. ``DEST`` must not exist or be empty (:class:`DestinationNotEmptyError`);
 3. every source file is looked up (one HEAD each on S3): a missing file or one shorter than
    its handles need refuses the copy before anything is written
@@ -47,7 +48,7 @@ from typing import Any
 
 from ckptstore.admin.arguments import parse_storage_options
 from ckptstore.admin.pointer import LoadedCheckpoint, filesystem_of, load_checkpoint
-from ckptstore.admin.references import checkpoint_references
+from ckptstore.admin.references import MovedTree, checkpoint_references
 from ckptstore.admin.relocation import (
     EXTERNAL_DIRECTORY,
     Placement,
@@ -191,13 +192,19 @@ def copy_checkpoint(
     dest_storage_options: Mapping[str, Any] | None = None,
     workers: int = DEFAULT_WORKERS,
     on_copied: Callable[[CopiedFile], None] | None = None,
+    moved_from: str | None = None,
+    moved_to: str | None = None,
 ) -> CopyResult:
     """Copy the checkpoint or savepoint ``pointer`` names to ``dest`` (module docstring).
 
     ``storage_options``: fsspec options of the source's stores (and of ``dest``'s unless
     ``dest_storage_options`` is given); ``file`` and ``memory`` take none. ``on_copied`` is
     called from the worker thread after each file (progress); an exception it raises fails
-    the copy like a failed file.
+    the copy like a failed file. ``moved_from``: the checkpoint lies in a tree written at
+    that URL and now at ``moved_to`` (default: the checkpoint's directory), e.g. a bucket
+    copied for disaster recovery: its absolute paths into ``moved_from`` are read there
+    (``admin.references.MovedTree``), so the copy takes the files beside it, not the
+    original's.
 
     Raises ``InvalidPointerError``/``CheckpointNotFoundError``/``MetadataFormatError`` for a
     pointer that names no readable ``_metadata``, ``RelocationError`` for a checkpoint that
@@ -216,9 +223,18 @@ def copy_checkpoint(
     )
     workers = require_int(workers, "workers", minimum=1, maximum=256)
 
+    if moved_to is not None and moved_from is None:
+        raise InvalidArgumentError("moved_to goes with moved_from")
     loaded = load_checkpoint(pointer, source_options)
-    placements = place_files(checkpoint_references(loaded.metadata, loaded.directory), dest_path)
-    new_metadata = _relocated_bytes(loaded, dest_path, placements)
+    moved = None
+    if moved_from is not None:
+        target = loaded.directory
+        if moved_to is not None:
+            target = parse_storage_path(require_url_text(moved_to, "moved_to"))
+        moved = MovedTree(parse_storage_path(require_url_text(moved_from, "moved_from")), target)
+    references = checkpoint_references(loaded.metadata, loaded.directory, moved)
+    placements = place_files(references, dest_path)
+    new_metadata = _relocated_bytes(loaded, dest_path, placements, moved)
 
     dest_fs = filesystem_of(dest_path, target_options)
     _require_empty(dest_fs, dest_path)
@@ -241,10 +257,13 @@ def copy_checkpoint(
 
 
 def _relocated_bytes(
-    loaded: LoadedCheckpoint, dest: StoragePath, placements: Sequence[Placement]
+    loaded: LoadedCheckpoint,
+    dest: StoragePath,
+    placements: Sequence[Placement],
+    moved: MovedTree | None,
 ) -> bytes:
     """The copy's ``_metadata``; checked to name exactly the placed files, all below ``dest``."""
-    data = write_metadata(relocate_metadata(loaded.metadata, loaded.directory, dest))
+    data = write_metadata(relocate_metadata(loaded.metadata, loaded.directory, dest, moved))
     named = checkpoint_references(read_metadata(data), dest)
     expected = {p.target.url for p in placements}
     if named.unresolved or {f.url for f in named.files} != expected:
@@ -485,6 +504,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int, default=DEFAULT_WORKERS, help="files copied at once (default 8)"
     )
+    parser.add_argument(
+        "--moved-from",
+        metavar="URL",
+        help="the checkpoint lies in a tree written at URL (a copied bucket, an unpacked "
+        "fixture): absolute references into URL are read below --moved-to instead",
+    )
+    parser.add_argument(
+        "--moved-to",
+        metavar="URL",
+        help="with --moved-from: where that tree lies now (default: the checkpoint's directory)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -506,6 +536,8 @@ def run(args: argparse.Namespace) -> int:
             storage_options=options,
             dest_storage_options=dest_options,
             workers=args.workers,
+            moved_from=args.moved_from,
+            moved_to=args.moved_to,
         )
     except (RelocationError, MetadataFormatError) as exc:
         return _error(exc, 1)

@@ -44,9 +44,9 @@ from ckptstore.flink_metadata import (
     SubtaskState,
     stream_handles,
 )
-from ckptstore.flink_metadata._wire import Input
-from ckptstore.flink_metadata.javaser import JavaEnum, JavaObject, read_object
 from ckptstore.paths import StoragePath, parse_storage_path
+from flinkmeta._wire import Input
+from flinkmeta.javaser import JavaEnum, JavaObject, read_object
 
 __all__ = [
     "FILE_CATEGORIES",

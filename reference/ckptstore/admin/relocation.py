@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ckptstore.admin.references import CheckpointReferences, resolve_flink_path
+from ckptstore.admin.references import CheckpointReferences, MovedTree, resolve_flink_path
 from ckptstore.api import METADATA_FILE_NAME
 from ckptstore.errors import InvalidHandleError
 from ckptstore.flink_metadata import (
@@ -135,9 +135,14 @@ def place_files(references: CheckpointReferences, dest: StoragePath) -> tuple[Pl
 
 
 def relocate_metadata(
-    metadata: CheckpointMetadata, source_dir: StoragePath, dest: StoragePath
+    metadata: CheckpointMetadata,
+    source_dir: StoragePath,
+    dest: StoragePath,
+    moved: MovedTree | None = None,
 ) -> CheckpointMetadata:
-    """``metadata`` with every absolute path moved into the copy at ``dest``.
+    """``metadata`` with every absolute path moved into the copy at ``dest``; the paths of a
+    tree written elsewhere are first read through ``moved`` (as ``checkpoint_references``
+    reads them, so the places agree with ``place_files``).
 
     ``FileHandle`` and ``SegmentFileHandle`` paths wherever they are nested (key-group,
     incremental, changelog, operator and channel state handles) and the directories of
@@ -145,16 +150,17 @@ def relocate_metadata(
     properties are kept as they are. A path no store reaches is kept as Flink spelled it
     (``place_files`` refuses a checkpoint whose files include one).
     """
-    return _rewrite(metadata, _Mover(source_dir, dest))  # type: ignore[no-any-return]
+    return _rewrite(metadata, _Mover(source_dir, dest, moved))  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
 class _Mover:
     source_dir: StoragePath
     dest: StoragePath
+    moved: MovedTree | None = None
 
     def __call__(self, text: str) -> str:
-        location = resolve_flink_path(text)
+        location = resolve_flink_path(text, self.moved)
         if location is None:
             return text
         return flink_spelling(_target_of(location, self.source_dir, self.dest))

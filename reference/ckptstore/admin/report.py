@@ -24,7 +24,7 @@ from typing import Any
 
 from ckptstore.admin.audit import OUTSIDE_WARNING, AuditResult, CheckpointAudit
 from ckptstore.admin.cleanup import DeletionReport, format_age
-from ckptstore.admin.inspect import FILE_CATEGORIES, CheckpointSummary
+from ckptstore.admin.inspect import FILE_CATEGORIES, CheckpointSummary, OperatorSummary
 
 __all__ = [
     "PLAIN_EVERY",
@@ -374,6 +374,20 @@ def write_reports(
 # -------------------------------------------------------------------------------- inspect
 
 
+def _state_kinds(op: OperatorSummary) -> str:
+    """An operator's kinds of state and their counts; incremental keyed state with its shared
+    and private files."""
+    parts = []
+    for kind, count in op.state_kinds.items():
+        text = f"{kind} {count}"
+        if kind == "keyed (incremental)":
+            text += (
+                f" (shared {op.incremental_shared_files}, private {op.incremental_private_files})"
+            )
+        parts.append(text)
+    return ", ".join(parts) or "-"
+
+
 def inspect_text(summary: CheckpointSummary) -> str:
     """The plain-text view of ``ckptstore inspect``."""
     out = [
@@ -392,11 +406,7 @@ def inspect_text(summary: CheckpointSummary) -> str:
         if op.uid:
             name = f"{name} / {op.uid}" if name else f"/ {op.uid}"
         subtasks = "finished" if op.subtasks is None else f"{op.subtasks_with_state}/{op.subtasks}"
-        kinds = ", ".join(f"{k} {n}" for k, n in op.state_kinds.items()) or "-"
-        if op.incremental_shared_files or op.incremental_private_files:
-            kinds += (
-                f" (shared {op.incremental_shared_files}, private {op.incremental_private_files})"
-            )
+        kinds = _state_kinds(op)
         rows.append(
             (
                 op.operator_id,

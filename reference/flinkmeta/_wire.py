@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from ckptstore.flink_metadata.errors import MetadataFormatError
+from flinkmeta.errors import MetadataFormatError
 
 __all__ = ["Input", "Output", "decode_modified_utf8", "encode_modified_utf8"]
 

@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckptstore.flink_metadata._wire import Input, decode_modified_utf8
+from flinkmeta._wire import Input, decode_modified_utf8
 
 __all__ = ["JavaEnum", "JavaObject", "read_object"]
 

@@ -1,25 +1,18 @@
-"""Flink's checkpoint metadata format (``_metadata``), read and written in Python.
+"""Flink's ``_metadata`` format for the reference: ``flinkmeta`` under the reference's errors.
 
-``read_metadata(bytes) -> CheckpointMetadata`` reads format versions 3 to 6 (what Flink 1.15 to
-2.3 write) into the immutable values of ``values``; ``write_metadata(CheckpointMetadata) ->
-bytes`` writes them back, byte for byte as Flink does, so ``read_metadata(write_metadata(x)) ==
-x``. Anything that is not well-formed metadata (empty, truncated, a wrong magic number, an
-unknown tag, random bytes) raises ``MetadataFormatError`` (a ``ValueError``) naming the byte
-offset and what the format expects there, in time linear in the input's size.
-``stream_handles`` lists every stream state handle a checkpoint references (for audits and
-copies).
-
-Learnt from Flink 2.3.0's ``MetadataV2V3SerializerBase``, ``MetadataV3Serializer`` to
-``MetadataV6Serializer`` and ``ChannelStateHandleSerializerV1``/``V2``; checked against
-Flink's own loader in ``tests/flink/test_flink_metadata.py``. This wing imports nothing of the
-reference but ``ckptstore.errors``.
+The format itself is the standalone package ``flinkmeta`` (a codec of Flink's file format that
+the kit may use too); this module gives the reference's callers the same names, with one
+difference: ``read_metadata`` and ``write_metadata`` raise this module's
+``MetadataFormatError``, which is both ``flinkmeta.MetadataFormatError`` (a ``ValueError``)
+and a ``CheckpointStorageError``, like every error the reference raises on purpose.
 """
 
 from __future__ import annotations
 
-from ckptstore.flink_metadata.errors import MetadataFormatError
-from ckptstore.flink_metadata.reader import METADATA_MAGIC, read_metadata
-from ckptstore.flink_metadata.values import (
+import flinkmeta
+from ckptstore.errors import CheckpointStorageError
+from flinkmeta import METADATA_MAGIC, values
+from flinkmeta.values import (
     CURRENT_VERSION,
     READABLE_VERSIONS,
     ByteStreamHandle,
@@ -50,7 +43,6 @@ from ckptstore.flink_metadata.values import (
     SubtaskState,
     stream_handles,
 )
-from ckptstore.flink_metadata.writer import write_metadata
 
 __all__ = [
     "CURRENT_VERSION",
@@ -85,5 +77,26 @@ __all__ = [
     "SubtaskState",
     "read_metadata",
     "stream_handles",
+    "values",
     "write_metadata",
 ]
+
+
+class MetadataFormatError(flinkmeta.MetadataFormatError, CheckpointStorageError):
+    """``flinkmeta.MetadataFormatError`` as one of the reference's errors (same attributes)."""
+
+
+def read_metadata(data: bytes) -> CheckpointMetadata:
+    """``flinkmeta.read_metadata``, raising this module's ``MetadataFormatError``."""
+    try:
+        return flinkmeta.read_metadata(data)
+    except flinkmeta.MetadataFormatError as exc:
+        raise MetadataFormatError(exc.offset, exc.expected, exc.found) from None
+
+
+def write_metadata(metadata: CheckpointMetadata) -> bytes:
+    """``flinkmeta.write_metadata``, raising this module's ``MetadataFormatError``."""
+    try:
+        return flinkmeta.write_metadata(metadata)
+    except flinkmeta.MetadataFormatError as exc:
+        raise MetadataFormatError(exc.offset, exc.expected, exc.found) from None

@@ -4,17 +4,16 @@
 ``IOException`` or worse): empty or truncated bytes, a wrong magic number, a version this module
 does not read, an unknown handle tag, a count that the remaining bytes cannot hold, malformed
 modified UTF-8, trailing bytes. The writer raises it too for a value it cannot encode (a string
-over 65535 encoded bytes, a number out of its Java type's range), with ``offset`` -1.
+over 65535 encoded bytes, a number out of its Java type's range), with ``offset`` -1. A plain
+``ValueError`` subclass: this package depends on nothing but the standard library.
 """
 
 from __future__ import annotations
 
-from ckptstore.errors import CheckpointStorageError
-
 __all__ = ["MetadataFormatError"]
 
 
-class MetadataFormatError(CheckpointStorageError, ValueError):
+class MetadataFormatError(ValueError):
     """Bytes that are not Flink checkpoint metadata, or a value that cannot be written as such.
 
     ``offset`` is the byte offset in the metadata where reading failed (-1 when writing),

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import cast
 
-from ckptstore.flink_metadata import values as v
-from ckptstore.flink_metadata._wire import Input
-from ckptstore.flink_metadata.errors import MetadataFormatError
-from ckptstore.flink_metadata.javaser import read_object
+from flinkmeta import values as v
+from flinkmeta._wire import Input
+from flinkmeta.errors import MetadataFormatError
+from flinkmeta.javaser import read_object
 
 __all__ = ["METADATA_MAGIC", "read_metadata"]
 

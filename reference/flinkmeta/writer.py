@@ -9,10 +9,10 @@ stream handle is expected, a string over 65535 encoded bytes, a number outside i
 
 from __future__ import annotations
 
-from ckptstore.flink_metadata import reader as tags
-from ckptstore.flink_metadata import values as v
-from ckptstore.flink_metadata._wire import Output
-from ckptstore.flink_metadata.errors import MetadataFormatError
+from flinkmeta import reader as tags
+from flinkmeta import values as v
+from flinkmeta._wire import Output
+from flinkmeta.errors import MetadataFormatError
 
 __all__ = ["write_metadata"]
 
