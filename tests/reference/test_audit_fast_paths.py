@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from ckptstore.admin import listing
 from ckptstore.admin.references import _Resolver, resolve_flink_path
-from ckptstore.flink_metadata import _wire
 from ckptstore.paths import parse_storage_path
+from flinkmeta import _wire
 
 _SEGMENTS = st.sampled_from(
     ["a", "b.sst", "..", ".", "", "x y", "chk-1", "?v", "*", "c\\d", "é", "-", " z", "[1]", "a::b"]
