@@ -357,8 +357,11 @@ class CheckpointMachine(RuleBasedStateMachine):
         self.last = ("DIS-3", f"restore {spelled}")
         storage = self._fresh_storage(pickled)
         clause = self.moved_clause if entry.moved and self.moved_clause else "PTR-1"
-        if not entry.moved and spelling != "dir":
-            clause = "PTR-2"
+        if spelling != "dir":
+            if clause != "PTR-1":  # the moved savepoint resolves as spelled first (SAV-7)
+                with self._step(clause, "resolve_checkpoint", pointer=pointer):
+                    storage.resolve_checkpoint(pointer)
+            clause = "PTR-2"  # then with the trailing '/' (PTR-2's own spelling)
         with self._step(clause, "resolve_checkpoint", pointer=spelled):
             location = storage.resolve_checkpoint(spelled)
         self._check(
