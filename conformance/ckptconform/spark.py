@@ -40,17 +40,13 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import re
-import site
-import sys
-import sysconfig
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ckptconform.java import spark_unavailable_reason
+import sparkrun
+from sparkrun import is_local_master
 
 __all__ = [
     "DEFAULT_MASTER",
@@ -73,7 +69,6 @@ JOB_TIMEOUT_SECONDS = 300.0
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
-_LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]$")
 
 
 class SparkUnavailableError(Exception):
@@ -82,11 +77,6 @@ class SparkUnavailableError(Exception):
 
 class SparkJobError(Exception):
     """A Spark job failed in Spark itself (not a task's own, reported, failure)."""
-
-
-def is_local_master(master: str) -> bool:
-    """Whether the master runs on this machine (``local``, ``local[N]``, ``local-cluster[...]``)."""
-    return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
 def parse_spark_conf(values: Sequence[str]) -> dict[str, str]:
@@ -98,28 +88,6 @@ def parse_spark_conf(values: Sequence[str]) -> dict[str, str]:
             raise ValueError(f"--spark-conf wants KEY=VALUE, got {value!r}")
         conf[key.strip()] = setting
     return conf
-
-
-def _own_import_path() -> list[str]:
-    """Directories on ``sys.path`` that the worker interpreter would not have by itself."""
-    builtin = {
-        os.path.realpath(p)
-        for p in (
-            *site.getsitepackages(),
-            site.getusersitepackages(),
-            sysconfig.get_path("stdlib"),
-            sysconfig.get_path("platstdlib"),
-            sysconfig.get_path("purelib"),
-            sysconfig.get_path("platlib"),
-        )
-        if p
-    }
-    paths = []
-    for entry in sys.path:
-        path = os.path.realpath(entry or os.getcwd())
-        if os.path.isdir(path) and path not in builtin and not path.endswith(".zip"):
-            paths.append(path)
-    return list(dict.fromkeys(paths))
 
 
 class SparkLeg:
@@ -164,7 +132,7 @@ class SparkLeg:
             return f"the Spark leg is turned off (--spark-master={self.master})"
         if importlib.util.find_spec("pyspark") is None:
             return "pyspark is not installed; pip install 'checkpoint-conformance[spark]'"
-        return spark_unavailable_reason()
+        return sparkrun.spark_unavailable_reason()
 
     @property
     def started(self) -> bool:
@@ -186,9 +154,11 @@ class SparkLeg:
                 began = time.monotonic()
                 self.jvm_log = jvm_log_path()
                 try:
-                    with _jvm_output_to(self.jvm_log):
+                    with sparkrun.jvm_output_to(self.jvm_log):
                         self._session = self._build_session()
-                    self._await_executors()
+                    self.executor_ids = sparkrun.await_executors(
+                        self._session, self.master, EXECUTOR_WAIT_SECONDS
+                    )
                 except Exception as exc:
                     self._start_error = (
                         f"Spark master {self.master} did not start: {type(exc).__name__}: "
@@ -202,52 +172,12 @@ class SparkLeg:
             raise SparkUnavailableError(self._start_error)
 
     def _build_session(self) -> Any:
-        from pyspark.sql import SparkSession
-
-        local = is_local_master(self.master)
-        if local:
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        builder = (
-            SparkSession.builder.master(self.master)
-            .appName("ckptconform")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.python.worker.reuse", str(self.reuse_python_workers).lower())
-            .config("spark.task.maxFailures", "1")
-            .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(_own_import_path()))
-        )
-        if local:
-            builder = (
-                builder.config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1")
-                .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
-            )
-        for key, value in self.conf.items():
-            builder = builder.config(key, value)
-        session = builder.getOrCreate()
-        session.sparkContext.setLogLevel("ERROR")
-        return session
-
-    def _await_executors(self) -> None:
-        """Wait until a ``local-cluster`` master's executors have all registered."""
-        match = _LOCAL_CLUSTER.match(self.master)
-        expected = int(match.group(1)) if match else 0
-        deadline = time.monotonic() + EXECUTOR_WAIT_SECONDS
-        while True:
-            self.executor_ids = self._executor_ids()
-            if len(self.executor_ids) >= expected:
-                return
-            if time.monotonic() > deadline:
-                raise SparkUnavailableError(
-                    f"{len(self.executor_ids)} of {expected} executors registered within "
-                    f"{EXECUTOR_WAIT_SECONDS:.0f} s"
-                )
-            time.sleep(0.2)
-
-    def _executor_ids(self) -> list[str]:
-        ids = self._session.sparkContext._jsc.sc().getExecutorIds()
-        return sorted(str(ids.apply(i)) for i in range(ids.size()))
+        settings = {
+            "spark.python.worker.reuse": str(self.reuse_python_workers).lower(),
+            "spark.task.maxFailures": "1",
+            **self.conf,
+        }
+        return sparkrun.build_session(self.master, "ckptconform", settings)
 
     def stop(self) -> None:
         """Stop the session and its JVM (idempotent; also when never started)."""
@@ -263,10 +193,7 @@ class SparkLeg:
 
     def _stop_session(self) -> None:
         session, self._session = self._session, None
-        if session is not None:
-            with contextlib.suppress(Exception):  # a failing stop must not hide the run's result
-                session.stop()
-        _shutdown_gateway()
+        sparkrun.stop_session(session)
 
     # ------------------------------------------------------------------ jobs
 
@@ -395,29 +322,6 @@ class SparkLeg:
         }
 
 
-def _shutdown_gateway() -> None:
-    """End the py4j gateway's JVM: ``SparkSession.stop`` leaves it running until exit."""
-    try:
-        from pyspark import SparkContext
-    except ImportError:
-        return
-    gateway = getattr(SparkContext, "_gateway", None)
-    if gateway is None:
-        return
-    process = getattr(gateway, "proc", None)
-    with contextlib.suppress(Exception):
-        gateway.shutdown()
-    if process is not None:
-        try:
-            if process.stdin is not None:
-                process.stdin.close()
-            process.wait(timeout=20)
-        except Exception:
-            process.kill()
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-
-
 def split_evenly(items: Sequence[_T], parts: int) -> list[list[_T]]:
     """``items`` in ``parts`` contiguous groups whose sizes differ by at most one."""
     size, extra = divmod(len(items), max(1, parts))
@@ -431,34 +335,7 @@ def split_evenly(items: Sequence[_T], parts: int) -> list[list[_T]]:
 
 def jvm_log_path() -> str | None:
     """Where the JVM's output goes (module docstring); ``None``: to this process's stderr."""
-    chosen = os.environ.get("CKPTCONFORM_SPARK_LOG")
-    if chosen == "-":
-        return None
-    if chosen:
-        return chosen
-    handle, path = tempfile.mkstemp(prefix="ckptconform-spark-", suffix=".log")
-    os.close(handle)
-    return path
-
-
-@contextlib.contextmanager
-def _jvm_output_to(path: str | None) -> Any:
-    """Point file descriptor 2 at ``path`` while the JVM is spawned (it inherits it), then
-    give this process its stderr back."""
-    if path is None:
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.dup2(log, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(log)
+    return sparkrun.jvm_log_path("CKPTCONFORM_SPARK_LOG", "ckptconform-spark-")
 
 
 def _first_lines(text: str, count: int) -> str:

@@ -293,7 +293,7 @@ def test_the_bench_runs_without_the_peer_when_java_is_missing(tmp_path):
 
 def _real_peer_reason() -> str | None:
     from ckptconform import flink_jars as jars
-    from ckptconform.java import java_major_version
+    from sparkrun import java_major_version
 
     major = java_major_version()
     if major is None or major < 17:

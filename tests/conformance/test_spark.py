@@ -83,7 +83,8 @@ def test_the_jvms_output_goes_to_its_log_and_stderr_comes_back(tmp_path, monkeyp
     import subprocess
     import sys
 
-    from ckptconform.spark import _jvm_output_to, jvm_log_path
+    from ckptconform.spark import jvm_log_path
+    from sparkrun import jvm_output_to
 
     log = tmp_path / "spark.log"
     monkeypatch.setenv("CKPTCONFORM_SPARK_LOG", str(log))
@@ -93,7 +94,7 @@ def test_the_jvms_output_goes_to_its_log_and_stderr_comes_back(tmp_path, monkeyp
         "-c",
         "import sys, time; time.sleep(0.2); print('banner', file=sys.stderr)",
     ]
-    with _jvm_output_to(jvm_log_path()):
+    with jvm_output_to(jvm_log_path()):
         child = subprocess.Popen(speak)  # the JVM is spawned inside, and outlives the block
     print("ours", file=sys.stderr)
     child.wait(timeout=30)

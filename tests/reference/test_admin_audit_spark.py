@@ -327,24 +327,6 @@ def test_an_executor_that_cannot_list_fails_the_audit_with_its_error_and_no_secr
 # ---------------------------------------------------------------------------------- CLI
 
 
-def test_a_cluster_whose_executors_do_not_register_is_refused_in_bounded_time() -> None:
-    class NoExecutors:  # what py4j answers for a cluster without free resources
-        def __getattr__(self, name: str) -> Any:
-            return self
-
-        def __call__(self, *args: Any) -> Any:
-            return self
-
-        def size(self) -> int:
-            return 0
-
-    with pytest.raises(spark_audit.SparkUnavailableError, match="0 of 2 executors"):
-        spark_audit._await_executors(NoExecutors(), "local-cluster[2,1,1024]", 0.3)
-    with pytest.raises(spark_audit.SparkUnavailableError, match="0 of 1 executors"):
-        spark_audit._await_executors(NoExecutors(), "spark://127.0.0.1:7077", 0.3)
-    spark_audit._await_executors(NoExecutors(), "local[2]", 0.3)  # the driver runs tasks
-
-
 def test_pyspark_is_imported_only_for_a_session_and_the_kit_never() -> None:
     code = (
         "import sys, ckptstore.admin.cli, ckptstore.admin.spark_audit\n"

@@ -174,7 +174,7 @@ class FlinkPeer:
         """Compile the driver if needed and start the JVM; ``PeerUnavailableError`` if not."""
         java = _java()
         from ckptconform.flink import jars
-        from ckptconform.java import java_major_version
+        from sparkrun import java_major_version
 
         major = java_major_version()
         if java is None or major is None:

@@ -157,9 +157,9 @@ def py4j_jar() -> str | None:
 
 def java_unavailable_reason(environ: dict[str, str] | None = None) -> str | None:
     """None when a Java that runs Flink 2.3.0 is here, else the one sentence that says why not."""
-    from ckptconform import java
+    import sparkrun
 
-    return java.java_unavailable_reason(
+    return sparkrun.java_unavailable_reason(
         f"The flink target needs Java {MINIMUM_JAVA} or newer", MINIMUM_JAVA, environ
     )
 

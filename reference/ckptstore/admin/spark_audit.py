@@ -38,18 +38,12 @@ import contextlib
 import dataclasses
 import importlib.util
 import os
-import re
-import shutil
-import site
-import subprocess
-import sys
-import sysconfig
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import sparkrun
 from ckptstore.admin import model
 from ckptstore.admin.audit import (
     AuditResult,
@@ -84,16 +78,14 @@ __all__ = [
     "spark_unavailable_reason",
 ]
 
-MINIMUM_JAVA = 17
+MINIMUM_JAVA = sparkrun.MINIMUM_JAVA
 #: How long a new session waits for its executors to register (a cluster without free
 #: resources would otherwise leave every job waiting for ever).
 EXECUTOR_WAIT_SECONDS = 120.0
-_LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*(\d+)\s*,")
 #: Tasks of one listing stage at most (units are grouped beyond).
 MAX_LISTING_TASKS = 4096
 #: Rows per shuffle partition of the join (at least one partition per slot).
 SHUFFLE_ROWS = 200_000
-_VERSION = re.compile(r'version "(?P<major>\d+)(?:\.(?P<minor>\d+))?')
 
 
 class SparkUnavailableError(ConfigurationError):
@@ -112,77 +104,7 @@ def spark_unavailable_reason() -> str | None:
     """``None`` when a Spark session can start here, else one sentence why not."""
     if importlib.util.find_spec("pyspark") is None:
         return "pyspark is not installed (pip install 'checkpoint-conformance[spark]')"
-    java_home = os.environ.get("JAVA_HOME")
-    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
-    if not java or not os.access(java, os.X_OK):
-        return f"Spark needs Java {MINIMUM_JAVA} or newer and there is no java on the PATH"
-    try:
-        answer = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"Spark needs Java {MINIMUM_JAVA} or newer; {java} -version failed: {exc}"
-    match = _VERSION.search(answer.stderr + answer.stdout)
-    major = None if match is None else int(match["major"])
-    if major == 1 and match is not None:
-        major = int(match["minor"] or 0)
-    if major is None or major < MINIMUM_JAVA:
-        return f"Spark needs Java {MINIMUM_JAVA} or newer; {java} is version {major}"
-    return None
-
-
-def _is_local_master(master: str) -> bool:
-    return master == "local" or master.startswith(("local[", "local-cluster["))
-
-
-def _own_import_path() -> list[str]:
-    """Directories on ``sys.path`` that the executors' interpreter would not have."""
-    builtin = {
-        os.path.realpath(p)
-        for p in (
-            *site.getsitepackages(),
-            site.getusersitepackages(),
-            sysconfig.get_path("stdlib"),
-            sysconfig.get_path("platstdlib"),
-            sysconfig.get_path("purelib"),
-            sysconfig.get_path("platlib"),
-        )
-        if p
-    }
-    paths = []
-    for entry in sys.path:
-        path = os.path.realpath(entry or os.getcwd())
-        if os.path.isdir(path) and path not in builtin and not path.endswith(".zip"):
-            paths.append(path)
-    return list(dict.fromkeys(paths))
-
-
-def _jvm_log_path() -> str | None:
-    chosen = os.environ.get("CKPTSTORE_SPARK_LOG")
-    if chosen == "-":
-        return None
-    if chosen:
-        return chosen
-    handle, path = tempfile.mkstemp(prefix="ckptstore-spark-", suffix=".log")
-    os.close(handle)
-    return path
-
-
-@contextlib.contextmanager
-def _stderr_to(path: str | None) -> Iterator[None]:
-    """File descriptor 2 points at ``path`` while the JVM is spawned (it inherits it)."""
-    if path is None:
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.dup2(log, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(log)
+    return sparkrun.spark_unavailable_reason()
 
 
 @contextlib.contextmanager
@@ -200,15 +122,15 @@ def spark_session(
     reason = spark_unavailable_reason()
     if reason is not None:
         raise SparkUnavailableError(reason)
-    log = _jvm_log_path()
+    log = sparkrun.jvm_log_path("CKPTSTORE_SPARK_LOG", "ckptstore-spark-")
     session = None
     try:
-        with _stderr_to(log):
-            session = _build_session(master.strip(), dict(conf or {}))
-        _await_executors(session, master.strip(), executor_wait)
+        with sparkrun.jvm_output_to(log):
+            session = sparkrun.build_session(master.strip(), "ckptstore-audit", dict(conf or {}))
+        sparkrun.await_executors(session, master.strip(), executor_wait)
     except Exception as exc:
         text = _first_line(exc)  # a py4j error asks the JVM for its text: before the stop
-        _stop(session)
+        sparkrun.stop_session(session)
         where = f" (the JVM's output: {log})" if log else ""
         raise SparkUnavailableError(
             f"Spark master {master} did not start: {type(exc).__name__}: {text}{where}"
@@ -218,37 +140,10 @@ def spark_session(
         yield session
         clean = True
     finally:
-        _stop(session)
+        sparkrun.stop_session(session)
         if clean and log and "CKPTSTORE_SPARK_LOG" not in os.environ:
             with contextlib.suppress(OSError):
                 os.unlink(log)
-
-
-def _build_session(master: str, conf: Mapping[str, str]) -> Any:
-    from pyspark.sql import SparkSession
-
-    local = _is_local_master(master)
-    if local:
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("ckptstore-audit")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(_own_import_path()))
-    )
-    if local:
-        builder = (
-            builder.config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
-        )
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
 
 
 def _first_line(exc: BaseException) -> str:
@@ -257,49 +152,6 @@ def _first_line(exc: BaseException) -> str:
     except Exception:  # py4j's text comes from the JVM, which may be gone
         return "(no message)"
     return redact_text(text.splitlines()[0] if text else "", limit=300)
-
-
-def _await_executors(session: Any, master: str, timeout: float) -> None:
-    if master == "local" or master.startswith("local["):
-        return  # the driver runs the tasks
-    match = _LOCAL_CLUSTER.match(master)
-    expected = int(match.group(1)) if match else 1
-    deadline = time.monotonic() + timeout
-    while True:
-        ids = session.sparkContext._jsc.sc().getExecutorIds()
-        if ids.size() >= expected:
-            return
-        if time.monotonic() > deadline:
-            raise SparkUnavailableError(
-                f"{ids.size()} of {expected} executors registered within {timeout:.0f} s"
-            )
-        time.sleep(0.2)
-
-
-def _stop(session: Any) -> None:
-    """Stop the session and end py4j's JVM (``stop`` alone leaves it running until exit)."""
-    if session is not None:
-        with contextlib.suppress(Exception):
-            session.stop()
-    try:
-        from pyspark import SparkContext
-    except ImportError:
-        return
-    gateway = getattr(SparkContext, "_gateway", None)
-    if gateway is None:
-        return
-    process = getattr(gateway, "proc", None)
-    with contextlib.suppress(Exception):
-        gateway.shutdown()
-    if process is not None:
-        try:
-            if process.stdin is not None:
-                process.stdin.close()
-            process.wait(timeout=20)
-        except Exception:
-            process.kill()
-    SparkContext._gateway = None
-    SparkContext._jvm = None
 
 
 # ------------------------------------------------------------------------- on executors

@@ -1,11 +1,18 @@
-"""The Java check that guards the Spark legs: one sentence, never a JVM stack trace."""
+"""``sparkrun``: the Java check that guards the Spark legs (one sentence, never a JVM stack
+trace) and a session's wait for its executors (bounded)."""
 
 from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+from typing import Any
 
-from ckptconform.java import JAVA_REQUIREMENT, java_major_version, spark_unavailable_reason
+import pytest
+
+import sparkrun
+from sparkrun.java import JAVA_REQUIREMENT, java_major_version, spark_unavailable_reason
 
 
 def _fake_java(directory, banner: str):
@@ -57,3 +64,30 @@ def test_this_machine_reports_consistently():
     """On CI machines (Java 17) Spark is available; elsewhere the sentence names the need."""
     reason = spark_unavailable_reason(dict(os.environ))
     assert reason is None or reason.startswith(JAVA_REQUIREMENT)
+
+
+def test_a_cluster_whose_executors_do_not_register_is_refused_in_bounded_time() -> None:
+    class NoExecutors:  # what py4j answers for a cluster without free resources
+        def __getattr__(self, name: str) -> Any:
+            return self
+
+        def __call__(self, *args: Any) -> Any:
+            return self
+
+        def size(self) -> int:
+            return 0
+
+    with pytest.raises(sparkrun.ExecutorsMissingError, match="0 of 2 executors"):
+        sparkrun.await_executors(NoExecutors(), "local-cluster[2,1,1024]", 0.3)
+    with pytest.raises(sparkrun.ExecutorsMissingError, match="0 of 1 executors"):
+        sparkrun.await_executors(NoExecutors(), "spark://127.0.0.1:7077", 0.3)
+    assert sparkrun.await_executors(NoExecutors(), "local[2]", 0.3) == []  # the driver runs tasks
+
+
+def test_sparkrun_imports_nothing_of_the_reference_or_the_kit() -> None:
+    code = (
+        "import sys, sparkrun\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('ckpt', 'pyspark', 'py4j'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

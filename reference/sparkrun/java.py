@@ -1,8 +1,8 @@
-"""Whether this machine can run Spark: Java 17 or newer on the PATH.
+"""Whether this machine can run Spark (or Flink): Java 17 or newer on the PATH.
 
-The Spark legs (``SPK``) start a JVM through PySpark. Without a suitable Java, PySpark fails
-with a long JVM or py4j stack trace; the suite asks this module first and skips (or, for a
-required leg, fails) with one sentence instead.
+PySpark and Flink's jars start a JVM. Without a suitable Java they fail with a long JVM or py4j
+stack trace; the suite's Spark and Flink legs and the Spark audit ask this module first and
+skip, fail or refuse with one sentence instead.
 """
 
 from __future__ import annotations
