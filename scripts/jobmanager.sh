@@ -20,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 status=0
 (cd "$work" && "$repo/.venv/bin/ckptconform" --impl=ckptstore-jobmanager --backend=local,moto \
   --report-dir "$repo/conformance-report/jobmanager" \
-  -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@") || status=$?
+  -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@") || status=$?
 if [[ $status == 0 || $status == 1 ]]; then
   .venv/bin/python scripts/report_reuse.py stamp conformance-report/jobmanager "$tree" "$started" "$@"
 fi

@@ -8,7 +8,7 @@
 # legs are required: they fail rather than skip (CI requires s3rver and Spark too). Extra
 # arguments go to `ckptconform`
 # (e.g. --backend=local, which leaves the Spark leg out, or --impl=mypkg) and to pytest. The tests run in PYTEST_WORKERS
-# processes (default 2), a test module to each (one Spark cluster, for test_spk.py).
+# processes (default 2), test by test, those on the Spark leg all on one worker (one cluster).
 # Without arguments (the README's command) the JobManager reference's run (scripts/jobmanager.sh)
 # goes alongside. Each report gets the fingerprint of the tree it ran on (scripts/report_reuse.py),
 # so that scripts/test.sh reuses it instead of running the suite again while the tree is the same.
@@ -32,7 +32,7 @@ fi
 status=0
 .venv/bin/ckptconform --impl=ckptstore --backend=local,memory,moto,sftp,minio,s3rver,spark \
   --require-legs=moto,sftp --report-dir conformance-report \
-  -n "${PYTEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
+  -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@" || status=$?
 if [[ $status == 0 || $status == 1 ]]; then
   .venv/bin/python scripts/report_reuse.py stamp conformance-report "$tree" "$started" "$@"
 fi

@@ -489,6 +489,18 @@ def _marker_args(item: pytest.Item, name: str) -> list[str]:
     return list(dict.fromkeys(values))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's ``--dist loadgroup`` for a suite run: test by test, but every test on
+    the Spark leg on one worker (one cluster per run, not one per worker). xdist's own
+    grouping renames node ids, which pytest 9 no longer lets a plugin do."""
+    if config.stash.get(_STATE, None) is None or config.getvalue("dist") != "loadgroup":
+        return None
+    from ckptconform.spark import spark_scheduler
+
+    return spark_scheduler(config, log)
+
+
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:

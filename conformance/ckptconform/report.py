@@ -193,16 +193,17 @@ class OutcomeRecorder:
         props = _properties(report)
         if PROP_CLAUSES not in props:
             return
-        record = self.records.get(report.nodeid)
+        nodeid = report.nodeid
+        record = self.records.get(nodeid)
         if record is None:
             record = Outcome(
-                nodeid=report.nodeid,
+                nodeid=nodeid,
                 clauses=props[PROP_CLAUSES].split(),
                 backend=props.get(PROP_BACKEND) or None,
                 kind=props.get(PROP_KIND, ""),
                 spark=props.get(PROP_ON_SPARK) == "1",
             )
-            self.records[report.nodeid] = record
+            self.records[nodeid] = record
         record.duration += float(getattr(report, "duration", 0.0) or 0.0)
         if props.get(PROP_REPRO) and not record.repro:
             record.repro = props[PROP_REPRO]

@@ -56,10 +56,14 @@ __all__ = [
     "SparkUnavailableError",
     "is_local_master",
     "parse_spark_conf",
+    "spark_scheduler",
     "split_evenly",
 ]
 
 DEFAULT_MASTER = "local-cluster[2,1,1024]"
+#: The suite's modules whose tests run on the Spark leg (the ``spark`` fixture): with
+#: ``--dist loadgroup`` they all go to one worker, one cluster per run.
+SPARK_MODULES = ("test_spk.py",)
 #: ``--spark-master=none`` turns the Spark leg off.
 DISABLED = "none"
 #: How long to wait for the executors of a ``local-cluster`` master to register.
@@ -331,6 +335,19 @@ def split_evenly(items: Sequence[_T], parts: int) -> list[list[_T]]:
         groups.append(list(items[start:end]))
         start = end
     return [group for group in groups if group]
+
+
+def spark_scheduler(config: Any, log: Any) -> Any:
+    """pytest-xdist's scheduler for ``--dist loadgroup``: each test a unit of its own, but
+    the tests of :data:`SPARK_MODULES` one unit (one worker, one cluster)."""
+    from xdist.scheduler import LoadGroupScheduling  # type: ignore[import-untyped]
+
+    class SparkOnOneWorker(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.partition("::")[0].rpartition("/")[2]
+            return "spark leg" if module in SPARK_MODULES else nodeid
+
+    return SparkOnOneWorker(config, log)
 
 
 def jvm_log_path() -> str | None:

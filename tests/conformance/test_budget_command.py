@@ -57,12 +57,39 @@ def test_reference_within_the_default_budgets(tmp_path):
     assert progress, run.stdout + run.stderr
     assert all(int(done) <= int(total) == len(document["phases"]) for done, total in progress)
     assert run.stdout.rstrip().splitlines()[-1].startswith("budget: PASS — every phase within")
+    assert "no orphan below the root" in run.stdout.rstrip().splitlines()[-1]
+    audit = document["root_audit"]
+    assert audit["clean"] is True, audit
+    assert audit["orphan_count"] == 0
+    # the last retained checkpoint and the savepoint; every file below the root is theirs
+    assert len(audit["retained"]) == 2
+    assert audit["listed"] == audit["referenced"] > 0
     assert document["verdict"] in (tmp_path / "out" / "budget.md").read_text()
     rows = {(r["phase"], r["operation"]): r for r in document["projection"]["rows"]}
     assert set(rows) == {
         ("checkpoint", "PutObject"), ("savepoint", "PutObject"), ("restore", "GetObject")
     }  # fmt: skip
     assert all(r["whole_class"] and r["parallelism"] == 6 for r in rows.values())
+
+
+@pytest.mark.parametrize(
+    ("impl", "left"),
+    [
+        ("dispose_keeps_files", "/chk-1/"),  # the subsumed checkpoint's directory stays
+        ("taskowned_discard_noop", "/taskowned/"),  # its task-owned state stays
+    ],
+)
+def test_files_a_disposal_leaves_are_orphans_named_by_the_root_audit(tmp_path, impl, left):
+    run, document = _budget(tmp_path, f"--impl=ckptbroken.{impl}", *SMALL, "--no-plot")
+    assert run.returncode == 1, run.stdout + run.stderr
+    audit = document["root_audit"]
+    assert audit["clean"] is False
+    assert audit["orphan_count"] > 0
+    assert all(left in url for url in audit["orphans"]), audit["orphans"]
+    last = run.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("budget: FAIL"), last
+    assert f"{audit['orphan_count']} orphan(s) below the root" in last
+    assert audit["orphans"][0] in (tmp_path / "out" / "budget.md").read_text()
 
 
 def test_a_head_per_stream_exceeds_the_default_budget(tmp_path):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ckptconform.spark import (
     DEFAULT_MASTER,
+    SPARK_MODULES,
     SparkLeg,
     SparkUnavailableError,
     _python_error,
@@ -102,3 +105,56 @@ def test_the_jvms_output_goes_to_its_log_and_stderr_comes_back(tmp_path, monkeyp
     assert capfd.readouterr().err == "ours\n"
     monkeypatch.setenv("CKPTCONFORM_SPARK_LOG", "-")
     assert jvm_log_path() is None
+
+
+_RECORD = """
+import os
+
+def pytest_collection_finish(session):
+    for item in session.items:
+        spark = "spark" in item.fixturenames
+        print("SPARK" if spark else "OTHER", item.nodeid, flush=True)
+
+def pytest_runtest_logstart(nodeid, location):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "-")
+    with open(os.environ["RECORD_TO"], "a") as out:
+        out.write(f"{worker} {nodeid}\\n")
+"""
+
+
+def test_loadgroup_puts_the_spark_legs_tests_on_one_worker(tmp_path):
+    """With ``-n 2 --dist loadgroup`` one worker runs every test on the Spark leg (one
+    cluster), and the other tests spread test by test; the tests that use the leg are those
+    of ``SPARK_MODULES``."""
+    import subprocess
+    import sys
+
+    (tmp_path / "record_workers.py").write_text(_RECORD)
+    record = tmp_path / "workers.txt"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+        "PYTHONPATH": str(tmp_path),
+        "RECORD_TO": str(record),
+    }  # this test's own xdist worker must not name the run's controller
+    env.pop("PYTEST_ADDOPTS", None)
+    args = ["--impl=ckptstore", "--backend=local,spark", "--spark-master=none",
+            "--clauses=SPK-1,SPK-2,SPK-3,SPK-4,SPK-5,SPK-6,STR-1,SER-1", "-p", "record_workers",
+            "-p", "no:cacheprovider"]  # fmt: skip
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "--co", "-q", "-s"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    uses = [line.split(" ", 1) for line in collected.stdout.splitlines()]
+    on_spark = {use[1] for use in uses if use[0] == "SPARK"}
+    assert on_spark, collected.stdout + collected.stderr
+    assert {n.partition("::")[0].rpartition("/")[2] for n in on_spark} <= set(SPARK_MODULES)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "-n", "2", "--dist", "loadgroup"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    # the controller logs each test too, as "-"
+    ran = [line.split(" ", 1) for line in record.read_text().splitlines() if line[0] != "-"]
+    spark_workers = [worker for worker, nodeid in ran if "test_spk.py" in nodeid]
+    assert len(spark_workers) > 1, done.stdout
+    assert len(set(spark_workers)) == 1, done.stdout
+    assert {worker for worker, _ in ran} == {"gw0", "gw1"}, done.stdout

@@ -1,7 +1,10 @@
-"""Runs the installed conformance suite in a subprocess, as a user would, and reads its report.
+"""Runs the installed conformance suite in a process of its own, as a user would, and reads
+its report.
 
 The suite runs from an empty directory with ``--impl`` and ``--conformance-report``; broken
-implementations are found through ``fixtures/broken`` on ``PYTHONPATH``.
+implementations are found through ``fixtures/broken`` on ``PYTHONPATH``. The process is a
+child forked from ``tests/meta/forkserver.py`` (the heavy imports done once; a new
+interpreter with ``CKPTCONFORM_META_FORK=0``, as each run of ``fresh=True`` is).
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.meta.forkserver import ForkServer
+
 REPO = Path(__file__).resolve().parents[2]
 BROKEN_DIR = REPO / "fixtures" / "broken"
 FAILING = {"FAIL", "WARN"}
+_SERVER = ForkServer()
 
 
 @dataclass
@@ -52,13 +58,12 @@ def run_suite(
     *extra: str,
     profile: str = "ci",
     timeout: int = 900,
+    fresh: bool = False,
 ) -> SuiteRun:
-    """Run ``pytest --impl=<impl>`` in ``workdir`` with a hypothesis profile; return its report."""
+    """Run ``pytest --impl=<impl>`` in ``workdir`` with a hypothesis profile; return its report
+    (in a new interpreter when ``fresh``, else forked from the fork server)."""
     report_dir = workdir / "report"
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
+    args = [
         f"--impl={impl}",
         f"--backend={backends}",
         f"--conformance-report={report_dir}",
@@ -73,20 +78,24 @@ def run_suite(
     )
     env["HYPOTHESIS_PROFILE"] = profile
     env.pop("PYTEST_ADDOPTS", None)
-    completed = subprocess.run(
-        command,
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    output = completed.stdout + completed.stderr
+    command = [sys.executable, "-m", "pytest", *args]
+    if fresh or os.environ.get("CKPTCONFORM_META_FORK", "1") == "0":
+        completed = subprocess.run(
+            command,
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        returncode, output = completed.returncode, completed.stdout + completed.stderr
+    else:
+        returncode, output = _SERVER.run(args, workdir, env, timeout)
     report_file = report_dir / "conformance.json"
     if not report_file.exists():
         raise AssertionError(
             f"no conformance.json written by {' '.join(command)}\n{output[-4000:]}"
         )
     report = json.loads(report_file.read_text(encoding="utf-8"))
-    return SuiteRun(command, completed.returncode, output, report)
+    return SuiteRun(command, returncode, output, report)

@@ -60,7 +60,9 @@ def reference_run(tmp_path_factory):
     if found is not None:
         return found
     workdir = tmp_path_factory.mktemp("reference")
-    return run_suite("ckptstore", f"{BACKENDS},spark", workdir, "--require-legs=moto,spark,flink")
+    return run_suite(
+        "ckptstore", f"{BACKENDS},spark", workdir, "--require-legs=moto,spark,flink", fresh=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,9 @@ def jobmanager_run(tmp_path_factory):
         assert set(JOBMANAGER_BACKENDS.split(",")) <= _selected(found), found.report["header"]
         return found
     # without the Spark leg, which runs against the FS reference (CI budget)
-    return run_suite("ckptstore-jobmanager", JOBMANAGER_BACKENDS, tmp_path_factory.mktemp("jm"))
+    return run_suite(
+        "ckptstore-jobmanager", JOBMANAGER_BACKENDS, tmp_path_factory.mktemp("jm"), fresh=True
+    )
 
 
 def _check_passes(run, allowed_unclaimed, backends=BACKENDS, allowed_reasons=None):

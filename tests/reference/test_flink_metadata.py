@@ -56,6 +56,8 @@ OPERATORS = {
     "bd33605c130570ce6a6dfc89f7ba1b8d": "Sink: Print to Std. Out",
     "d0c72dd2b6af78b6a6a76d6c646280a9": "Map, _stream_key_by_map_operator",
 }
+#: "Within a second": of this process's CPU time (parsing is pure computation), so that a
+#: loaded machine does not fail the bound while the algorithm keeps it.
 SECOND = 1.0
 
 
@@ -149,10 +151,10 @@ def test_modified_utf8_is_javas() -> None:
 
 
 def _fails(data: bytes) -> MetadataFormatError:
-    start = time.monotonic()
+    start = time.process_time()
     with pytest.raises(MetadataFormatError) as caught:
         read_metadata(data)
-    assert time.monotonic() - start < SECOND
+    assert time.process_time() - start < SECOND
     error = caught.value
     assert isinstance(error, ValueError)
     assert 0 <= error.offset <= len(data)
@@ -211,10 +213,10 @@ def test_random_and_corrupted_bytes_raise_only_format_errors(
 
 
 def _read_or_format_error(data: bytes) -> None:
-    start = time.monotonic()
+    start = time.process_time()
     with contextlib.suppress(MetadataFormatError):
         read_metadata(data)
-    assert time.monotonic() - start < SECOND
+    assert time.process_time() - start < SECOND
 
 
 def _one_operator(state: SubtaskState) -> CheckpointMetadata:

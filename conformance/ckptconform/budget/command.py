@@ -209,6 +209,7 @@ def _run(options: argparse.Namespace) -> int:
     )
     from ckptconform.budget.phases import BudgetRun, Shape
     from ckptconform.budget.projection import S3_LIMITS, gate, project
+    from ckptconform.budget.root_audit import audit_backend_root
     from ckptconform.progress import Progress
     from ckptconform.sandbox import UNCONDITIONAL_METADATA, server_options
     from ckptconform.target import TargetError, load_target
@@ -299,6 +300,9 @@ def _run(options: argparse.Namespace) -> int:
                 on_phase=lambda phase: progress.advance(phase.name, failed=not phase.completed),
             )
             run.run()
+        root_audit = audit_backend_root(
+            backend, root, [r.pointer for r in run.retained if r.pointer is not None]
+        )
         phases = run.figures()
         violations = evaluate(phases, budgets)
         if baseline is not None:
@@ -337,7 +341,12 @@ def _run(options: argparse.Namespace) -> int:
             # Under injected faults a storage must complete every phase; the requests it spends
             # recovering (retries, checks after a lost answer) are shown, not gated.
             "gated_on_budgets": gated,
-            "passed": run.completed and (not gated or not violations) and not beyond,
+            # the retained checkpoints and the savepoint reference every file below the root
+            "root_audit": root_audit.to_dict(),
+            "passed": run.completed
+            and (not gated or not violations)
+            and not beyond
+            and root_audit.clean,
         }
         document["verdict"] = verdict(document, projections, violations, beyond)
         out = Path(options.out)
@@ -353,6 +362,7 @@ def _run(options: argparse.Namespace) -> int:
         print(
             f"\nreport: {out / 'budget.md'}; {out / 'budget.json'}" + (f"; {plot}" if plot else "")
         )
+        print(root_audit.describe())
         if not run.completed:
             print("FAILED: not every phase completed (see 'problem' in the table above)")
         label = "EXCEEDED" if gated else "over budget under faults (not gated):"

@@ -185,6 +185,12 @@ def render_markdown(document: Mapping[str, Any], plot: Path | None) -> str:
         parts += ["## Exceeded", ""]
         parts += [f"- {v['text']}" for v in document["violations"]]
         parts.append("")
+    audit = document.get("root_audit")
+    if audit:
+        parts += ["## What is left below the root", "", _audit_text(audit), ""]
+        if audit["orphans"]:
+            parts += [f"- `{url}`" for url in audit["orphans"]]
+            parts.append("")
     headers, rows = _projection_rows(document)
     parts += ["## Projection to S3's per-prefix limits", "", _projection_title(document) + ".", ""]
     parts += [_markdown_table(headers, rows) if rows else "No task phase sent a request.", ""]
@@ -198,6 +204,21 @@ def render_markdown(document: Mapping[str, Any], plot: Path | None) -> str:
     if plot is not None:
         parts += ["", f"![requests over the run and the projection]({plot.name})"]
     return "\n".join(parts) + "\n"
+
+
+def _audit_text(audit: Mapping[str, Any]) -> str:
+    if audit["error"]:
+        return f"The root's audit was not made: {audit['error']}."
+    kept = f"{len(audit['retained'])} retained checkpoint(s) and savepoint(s)"
+    if not audit["orphan_count"]:
+        return f"{audit['listed']} file(s) below the root, each one the {kept} need: no orphan."
+    shown = len(audit["orphans"])
+    return (
+        f"{audit['orphan_count']} orphan(s) of {audit['listed']} file(s) below the root: files "
+        f"none of the {kept} references, which nothing will delete"
+        + (f" (the first {shown} below)" if shown < audit["orphan_count"] else "")
+        + "."
+    )
 
 
 def verdict(
@@ -229,10 +250,18 @@ def verdict(
             if document["gated_on_budgets"]
             else "every phase completed under the faults (budgets not gated)"
         )
-        return "budget: PASS — " + "; ".join(x for x in (what, peak) if x)
+        orphans = "no orphan below the root" if "root_audit" in document else ""
+        return "budget: PASS — " + "; ".join(x for x in (what, orphans, peak) if x)
     problems = []
     if not document["totals"]["completed"]:
         problems.append("not every phase completed")
+    audit = document.get("root_audit") or {}
+    if audit.get("error"):
+        problems.append(f"the root's audit was not made ({audit['error']})")
+    elif audit.get("orphan_count"):
+        problems.append(
+            f"{audit['orphan_count']} orphan(s) below the root (first: {audit['orphans'][0]})"
+        )
     if document["gated_on_budgets"] and violations:
         first = violations[0].describe()
         more = f" and {len(violations) - 1} more" if len(violations) > 1 else ""

@@ -8,11 +8,17 @@ storage on an S3 backend with a request ledger and records every request of ever
   as after a checkpoint barrier, write every stream: the checkpoint's burst) and
   ``coordinator`` (initialize the location, write and finalize ``_metadata``); checkpoints keep
   referencing the shared state of earlier ones, as incremental state backends do, and a
-  checkpoint older than the retained ones is disposed in a ``dispose`` phase;
+  checkpoint older than the retained ones is disposed in a ``dispose`` phase, as Flink discards
+  a subsumed checkpoint: every state of it but the shared state later ones use (exclusive
+  files lie outside its directory under entropy injection), then its location; and its
+  task-owned state, which no later checkpoint uses, as its tasks would;
 - ``restore``: ``restore_coordinator`` (a fresh storage resolves the latest pointer and reads
   ``_metadata``) and ``restore_worker`` (tasks, started together, read every handle and check
   every byte);
 - a savepoint, written by the tasks into a savepoint location and restored the same way.
+
+``retained`` holds the checkpoints and the savepoint kept at the end: an audit of the root
+(``ckptconform.budget.root_audit``) then finds no file they do not reference.
 
 Each phase's figures (``Phase.figures``) are plain JSON: requests by operation, the busiest
 second per operation and per key prefix (split into writes and reads, AWS's two limits), first
@@ -190,6 +196,8 @@ class BudgetRun:
         self.kinds = KINDS if task_owned else (EXCLUSIVE_STATE, SHARED_STATE)
         self.on_phase = on_phase
         self.phases: list[Phase] = []
+        #: the checkpoints and the savepoint kept when the run ended (finalized)
+        self.retained: list[CheckpointRun] = []
         self.started = time.time()
 
     # ------------------------------------------------------------------ phases
@@ -243,6 +251,7 @@ class BudgetRun:
             finished.append(run)
             if len(finished) > shape.retained:
                 self._dispose(finished.pop(0))
+        self.retained = list(finished)
         if shape.restore and finished:
             self._restore(f"restore {finished[-1].checkpoint_id}", finished[-1])
         if shape.savepoint:
@@ -263,11 +272,19 @@ class BudgetRun:
                         lambda _: coord.finalize(run),
                     )
                     if done is not None:
+                        self.retained.append(done)
                         self._restore(f"restore savepoint {savepoint_id}", done)
         return self.phases
 
     def _dispose(self, run: CheckpointRun) -> None:
         def dispose(_: Phase) -> None:
+            # as Flink's CompletedCheckpoint.discard: every state of the checkpoint but the
+            # shared state later ones still use (with entropy injection its exclusive files
+            # lie outside its directory), then the location; and the tasks' part, the
+            # task-owned state no checkpoint uses any more
+            for state in run.states:
+                if state.spec.kind != SHARED_STATE and state.handle is not None:
+                    pickle.loads(state.handle).discard_state()
             run.completed.dispose_storage_location()
 
         self._phase(f"dispose {run.checkpoint_id}", "dispose", run.checkpoint_id, dispose)
