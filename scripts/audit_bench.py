@@ -42,6 +42,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):  # run as ``python scripts/audit_bench.py``: the repo's root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from scripts.audit_tree import Shape, Truth, plan_tree, shape_for, truth
 
 from ckptconform.bench.output import number, spread
@@ -501,11 +504,11 @@ def _rows(document: Mapping[str, Any], short: bool = False) -> list[list[str]]:
         if name == "spark":
             rows.append(
                 [
-                    f"spark ({leg['master']}): audit on the cluster vs one process",
-                    f"one process: {_seconds(leg['seconds']['one process'])}",
+                    f"spark ({leg['master']}) vs one process",
+                    _seconds(leg["seconds"]["one process"]),
                     f"Spark: {_seconds(leg['seconds']['spark'])}",
                     _ratio(leg["ratio"]),
-                    f"the same result: {'pass' if leg['same_result'] else 'FAIL'}",
+                    f"same result: {'pass' if leg['same_result'] else 'FAIL'}",
                 ]
             )
             continue
@@ -583,9 +586,9 @@ def _readme_header(document: Mapping[str, Any]) -> str:
     metadata = written.get("metadata_files", shape["jobs"] * shape["retained"])
     return (
         f"{shape['objects']:,} objects ({metadata} `_metadata`), started "
-        f"{document['started']}, load average {machine['load_average'][0]} before, "
-        f"{machine['load_average_after'][0]} after ({machine['cpus']} CPUs); {_reps(document)} "
-        "interleaved repetitions, medians (min..max); ratio: raw listing's time / audit's. "
+        f"{document['started']}, load average {machine['load_average'][0]} to "
+        f"{machine['load_average_after'][0]}, {machine['cpus']} CPUs; {_reps(document)} "
+        "interleaved runs, medians (min..max); ratio: raw listing's time / audit's. "
         "Details: [docs/audit-bench.md](docs/audit-bench.md)."
     )
 

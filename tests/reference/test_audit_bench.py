@@ -84,5 +84,5 @@ def test_the_spark_leg_gives_the_one_process_result(tmp_path: Path) -> None:
     assert set(spark["seconds"]) == {"spark", "one process"}
     assert spark["ratio"]["median"] > 0
     rows = audit_bench._rows(document)
-    assert rows[0][0] == "spark (local[2]): audit on the cluster vs one process"
-    assert rows[0][-1] == "the same result: pass"
+    assert rows[0][0] == "spark (local[2]) vs one process"
+    assert rows[0][-1] == "same result: pass"
