@@ -193,17 +193,16 @@ class OutcomeRecorder:
         props = _properties(report)
         if PROP_CLAUSES not in props:
             return
-        nodeid = report.nodeid
-        record = self.records.get(nodeid)
+        record = self.records.get(report.nodeid)
         if record is None:
             record = Outcome(
-                nodeid=nodeid,
+                nodeid=report.nodeid,
                 clauses=props[PROP_CLAUSES].split(),
                 backend=props.get(PROP_BACKEND) or None,
                 kind=props.get(PROP_KIND, ""),
                 spark=props.get(PROP_ON_SPARK) == "1",
             )
-            self.records[nodeid] = record
+            self.records[report.nodeid] = record
         record.duration += float(getattr(report, "duration", 0.0) or 0.0)
         if props.get(PROP_REPRO) and not record.repro:
             record.repro = props[PROP_REPRO]

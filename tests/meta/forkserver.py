@@ -120,6 +120,7 @@ class ForkServer:
     def __init__(self) -> None:
         self._process: subprocess.Popen[bytes] | None = None
         self._pending = b""  # what was read of the server's answers beyond the last line
+        atexit.register(self.stop)
 
     def _started(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
@@ -130,7 +131,6 @@ class ForkServer:
                 bufsize=0,
             )
             self._pending = b""
-            atexit.register(self.stop)
         return self._process
 
     def run(

@@ -187,10 +187,7 @@ def render_markdown(document: Mapping[str, Any], plot: Path | None) -> str:
         parts.append("")
     audit = document.get("root_audit")
     if audit:
-        parts += ["## What is left below the root", "", _audit_text(audit), ""]
-        if audit["orphans"]:
-            parts += [f"- `{url}`" for url in audit["orphans"]]
-            parts.append("")
+        parts += ["## What is left below the root", "", audit["text"], ""]
     headers, rows = _projection_rows(document)
     parts += ["## Projection to S3's per-prefix limits", "", _projection_title(document) + ".", ""]
     parts += [_markdown_table(headers, rows) if rows else "No task phase sent a request.", ""]
@@ -204,21 +201,6 @@ def render_markdown(document: Mapping[str, Any], plot: Path | None) -> str:
     if plot is not None:
         parts += ["", f"![requests over the run and the projection]({plot.name})"]
     return "\n".join(parts) + "\n"
-
-
-def _audit_text(audit: Mapping[str, Any]) -> str:
-    if audit["error"]:
-        return f"The root's audit was not made: {audit['error']}."
-    kept = f"{len(audit['retained'])} retained checkpoint(s) and savepoint(s)"
-    if not audit["orphan_count"]:
-        return f"{audit['listed']} file(s) below the root, each one the {kept} need: no orphan."
-    shown = len(audit["orphans"])
-    return (
-        f"{audit['orphan_count']} orphan(s) of {audit['listed']} file(s) below the root: files "
-        f"none of the {kept} references, which nothing will delete"
-        + (f" (the first {shown} below)" if shown < audit["orphan_count"] else "")
-        + "."
-    )
 
 
 def verdict(

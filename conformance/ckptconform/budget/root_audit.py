@@ -103,6 +103,7 @@ class RootAudit:
             "orphans": list(self.orphans[:SHOWN]),
             "error": self.error,
             "clean": self.clean,
+            "text": self.describe(),
         }
 
 
