@@ -43,7 +43,7 @@ from typing import Any
 import pytest
 
 from ckptconform import __version__
-from ckptconform.failures import clauses_of
+from ckptconform.failures import clauses_of, fill_listings
 from ckptconform.policy import (
     DEFAULT_LEGS,
     FLINK_LEG,
@@ -796,6 +796,9 @@ def ledger(backend: Any) -> Iterator[Any]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    if call.excinfo is not None:
+        # the sandbox listings its messages promise, taken while the sandbox still exists
+        fill_listings(call.excinfo.value)
     report = yield
     state = item.config.stash.get(_STATE, None)
     if state is None or not _marker_args(item, "clause"):

@@ -9,7 +9,8 @@ only when a session is built.
 - :mod:`sparkrun.java`: is there a Java new enough for Spark (one sentence when not).
 - :mod:`sparkrun.session`: a session's settings for local masters (loopback, this interpreter
   and its import path on the executors), the JVM's own output sent to a log file, waiting for
-  the executors to register, and a stop that ends py4j's JVM too.
+  the executors to register, and a stop that ends py4j's JVM too. Local masters' JVMs run
+  with :data:`LOCAL_JVM_OPTIONS` (client compiler, serial collector).
 """
 
 from sparkrun.java import (
@@ -20,6 +21,7 @@ from sparkrun.java import (
     spark_unavailable_reason,
 )
 from sparkrun.session import (
+    LOCAL_JVM_OPTIONS,
     ExecutorsMissingError,
     await_executors,
     build_session,
@@ -32,6 +34,7 @@ from sparkrun.session import (
 
 __all__ = [
     "JAVA_REQUIREMENT",
+    "LOCAL_JVM_OPTIONS",
     "MINIMUM_JAVA",
     "ExecutorsMissingError",
     "await_executors",

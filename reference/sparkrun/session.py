@@ -3,7 +3,11 @@
 For local masters (``local``, ``local[N]``, ``local-cluster[E,C,M]``) the session stays on
 loopback (``SPARK_LOCAL_IP`` and the driver's host and bind address are 127.0.0.1) and its
 executors run this interpreter with this process's import path, so whatever is importable
-here is importable there. For a cluster URL the cluster's own configuration applies.
+here is importable there. Their JVMs (driver and executors) compile with the client compiler
+only and collect with the serial collector (:data:`LOCAL_JVM_OPTIONS`): a local session lives for
+seconds or minutes on a shared machine, where the server compiler's optimisations never repay
+their CPU (it halves a short session's CPU time). For a cluster URL the cluster's own
+configuration applies.
 
 The JVM inherits file descriptor 2 when it is spawned; :func:`jvm_output_to` points it at a
 log file meanwhile, so Spark's banner, the JVM's module warnings and Hadoop's native-library
@@ -24,6 +28,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 __all__ = [
+    "LOCAL_JVM_OPTIONS",
     "ExecutorsMissingError",
     "await_executors",
     "build_session",
@@ -33,6 +38,11 @@ __all__ = [
     "own_import_path",
     "stop_session",
 ]
+
+#: JVM options of a local master's driver and executors (module docstring); Spark's
+#: ``defaultJavaOptions``, so ``spark.driver.extraJavaOptions`` and
+#: ``spark.executor.extraJavaOptions`` still add to them (later options win).
+LOCAL_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 _LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*(\d+)\s*,")
 
@@ -122,6 +132,8 @@ def build_session(master: str, app_name: str, settings: Mapping[str, str]) -> An
             builder.config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
+            .config("spark.driver.defaultJavaOptions", LOCAL_JVM_OPTIONS)
+            .config("spark.executor.defaultJavaOptions", LOCAL_JVM_OPTIONS)
         )
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import pickle
 
 import pytest
 
-from ckptconform.failures import ClauseFailure, clauses_of
-from ckptconform.suite._driver import expect_error, tagged
+from ckptconform.failures import ClauseFailure, clauses_of, fill_listings, promise_listing
+from ckptconform.suite._driver import assert_same_bytes, expect_error, tagged
 
 
 def test_ids_survive_pickling_and_are_deduplicated():
@@ -58,3 +59,72 @@ def test_expect_error_fails_its_clause():
     assert info.value.clauses == ("INL-7",)
     assert "but it returned 3" in str(info.value)
     assert isinstance(expect_error(ValueError, "INL-7", "x", lambda: int("x")), ValueError)
+
+
+@pytest.mark.parametrize(
+    ("got", "where"),
+    [
+        (b"a" * 5_000_000 + b"x" + b"a" * 999, "the first differing byte is at offset 5,000,000"),
+        (b"a" * 3_000_000, "3,000,000 bytes read back, 5,001,000 written; the first 3,000,000"),
+    ],
+)
+def test_a_large_state_that_reads_back_otherwise_is_explained_in_a_line(got, where, monkeypatch):
+    """A failed comparison of megabytes names the offset, without pytest's full diff (which
+    the CI variable turns on)."""
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(AssertionError) as failure:
+        assert_same_bytes(got, b"a" * 5_001_000, "STR-14: read back")
+    assert where in str(failure.value)
+    assert len(str(failure.value)) < 300
+    with pytest.raises(ClauseFailure, match="STR-14"), tagged("STR-14", "read back"):
+        assert_same_bytes(got, b"a" * 5_001_000, "STR-14: read back")
+    assert_same_bytes(got, got, "equal")
+
+
+class _Sandbox:
+    """Enough of a sandbox for a promised listing: a root and a listing that counts its calls."""
+
+    def __init__(self, root: str, fails: bool = False) -> None:
+        self.root = root
+        self.fails = fails
+        self.listed = 0
+
+    def listing(self) -> str:
+        self.listed += 1
+        if self.fails:
+            raise OSError("the store is gone")
+        return f"{self.root}:\n  a.bin (4 bytes)"
+
+
+def test_a_promised_listing_is_taken_only_when_the_failure_is_reported():
+    sandbox = _Sandbox("file:///x/promised")
+    message = f"[STR-1] write\n{promise_listing(sandbox)}"
+    assert sandbox.listed == 0
+    failure = ClauseFailure(("STR-1",), message)
+    fill_listings(failure)
+    assert sandbox.listed == 1
+    assert str(failure) == "[STR-1] write\nfile:///x/promised:\n  a.bin (4 bytes)"
+    assert pickle.loads(pickle.dumps(failure)).args == failure.args
+
+
+def test_listings_are_filled_in_groups_causes_and_contexts():
+    one, two = _Sandbox("mem://one"), _Sandbox("mem://two")
+    inner = AssertionError(f"inner {promise_listing(one)}")
+    outer = ClauseFailure(("MD-1",), f"outer {promise_listing(two)}")
+    outer.__cause__ = inner
+    group = BaseExceptionGroup("two failures", [outer, ValueError("no listing here")])
+    fill_listings(group)
+    assert str(inner) == "inner mem://one:\n  a.bin (4 bytes)"
+    assert str(outer) == "outer mem://two:\n  a.bin (4 bytes)"
+    fill_listings(None)
+
+
+def test_a_listing_that_fails_or_whose_sandbox_is_gone_says_so():
+    failing = _Sandbox("s3://bucket/failing", fails=True)
+    text = promise_listing(failing)
+    gone_text = promise_listing(_Sandbox("s3://bucket/gone"))
+    gc.collect()
+    error = AssertionError(f"{text} {gone_text}")
+    fill_listings(error)
+    assert "<listing failed: OSError: the store is gone>" in str(error)
+    assert "s3://bucket/gone: (not listed: its sandbox is gone)" in str(error)

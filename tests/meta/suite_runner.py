@@ -9,10 +9,13 @@ interpreter with ``CKPTCONFORM_META_FORK=0``, as each run of ``fresh=True`` is).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 BROKEN_DIR = REPO / "fixtures" / "broken"
 FAILING = {"FAIL", "WARN"}
 _SERVER = ForkServer()
+_STORAGE: str | None = None
 
 
 @dataclass
@@ -51,6 +55,15 @@ class SuiteRun:
         return "\n".join(lines)
 
 
+def _hypothesis_storage() -> str:
+    """A directory of this process for hypothesis's caches, removed when it exits."""
+    global _STORAGE
+    if _STORAGE is None:
+        _STORAGE = tempfile.mkdtemp(prefix="ckptconform-hypothesis-")
+        atexit.register(shutil.rmtree, _STORAGE, ignore_errors=True)
+    return _STORAGE
+
+
 def run_suite(
     impl: str,
     backends: str,
@@ -77,6 +90,9 @@ def run_suite(
         p for p in (str(BROKEN_DIR), env.get("PYTHONPATH", "")) if p
     )
     env["HYPOTHESIS_PROFILE"] = profile
+    # the constants hypothesis reads from the source of local modules, cached once for all runs
+    # instead of in each run's empty directory (its profiles keep no example database)
+    env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", _hypothesis_storage())
     env.pop("PYTEST_ADDOPTS", None)
     command = [sys.executable, "-m", "pytest", *args]
     if fresh or os.environ.get("CKPTCONFORM_META_FORK", "1") == "0":

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+import sparkrun
 from ckptstore.admin import partitioned_listing, spark_audit
 from ckptstore.admin.audit import AuditResult, AuditRun, run_audit
 from ckptstore.admin.cli import main
@@ -200,6 +201,18 @@ def test_on_local_files_the_spark_run_gives_the_same_result(
             "short file, missing outside file": {f"{JOB}/chk-2"},
             "unreadable metadata": {f"{JOB}/chk-1"},
         }[kind]
+    )
+
+
+def test_a_local_session_runs_its_jvm_with_the_local_options(spark: Any) -> None:
+    """A local master's JVM compiles with the client compiler only and the serial collector
+    (``sparkrun.LOCAL_JVM_OPTIONS``), the executors' too where there are executors."""
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    arguments = list(runtime.getInputArguments())
+    for option in sparkrun.LOCAL_JVM_OPTIONS.split():
+        assert option in arguments
+    assert spark.sparkContext.getConf().get("spark.executor.defaultJavaOptions") == (
+        sparkrun.LOCAL_JVM_OPTIONS
     )
 
 

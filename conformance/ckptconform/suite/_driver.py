@@ -31,7 +31,7 @@ import pytest
 
 from ckptconform.backends.base import BackendUnavailableError, random_name
 from ckptconform.backends.s3 import abort_open_uploads, s3_error_code
-from ckptconform.failures import ClauseFailure
+from ckptconform.failures import ClauseFailure, promise_listing
 from ckptconform.metadata_file import PlacedState, encode_metadata, master_state
 from ckptconform.sandbox import UNCONDITIONAL_METADATA
 from ckptconform.workload import payload
@@ -48,6 +48,7 @@ __all__ = [
     "S3_ENDPOINT_VARIABLE",
     "SHARED",
     "JobDriver",
+    "assert_same_bytes",
     "chunk",
     "driver_with",
     "endpointless_options",
@@ -93,15 +94,12 @@ DEFAULT_REF = CheckpointStorageLocationReference.default()
 
 
 def fail_message(clause: str, operation: str, sandbox: Any = None, **inputs: Any) -> str:
-    """A self-contained failure message: clause, operation, inputs and the sandbox listing."""
+    """A self-contained failure message: clause, operation, inputs and the sandbox listing
+    (taken when the failure is reported, not now: ``ckptconform.failures.promise_listing``)."""
     shown = ", ".join(f"{k}={_short(v)}" for k, v in inputs.items())
     text = f"[{clause}] {operation}({shown})"
     if sandbox is not None:
-        try:
-            listing = sandbox.listing()
-        except Exception as exc:  # the listing is a courtesy; never hide the real failure
-            listing = f"<listing failed: {type(exc).__name__}: {exc}>"
-        text += f"\nsandbox {sandbox.root}:\n{listing}"
+        text += f"\nsandbox {sandbox.root}:\n{promise_listing(sandbox)}"
     return text
 
 
@@ -231,6 +229,28 @@ def read_handle(handle: Any) -> bytes:
         return b"".join(parts)
     finally:
         stream.close()
+
+
+def assert_same_bytes(got: bytes, want: bytes, msg: str) -> None:
+    """Fail with ``msg`` and where ``got`` (read back) departs from ``want`` (written).
+
+    For states of megabytes, instead of ``assert got == want``: pytest explains a failed
+    ``==`` of bytes with a diff of both reprs in full when the ``CI`` variable is set, which
+    for 15 MiB is minutes of CPU and hundreds of megabytes of report."""
+    if got == want:
+        return
+    common = min(len(got), len(want))
+    ends = [(i, min(i + 4096, common)) for i in range(0, common, 4096)]
+    block = next(((i, j) for i, j in ends if got[i:j] != want[i:j]), None)
+    if block is None:
+        where = f"the first {common:,} bytes are the same"
+    else:
+        offset = next(i for i in range(*block) if got[i] != want[i])
+        where = (
+            f"the first differing byte is at offset {offset:,} "
+            f"(read {got[offset : offset + 8].hex()}, written {want[offset : offset + 8].hex()})"
+        )
+    raise AssertionError(f"{msg}\n{len(got):,} bytes read back, {len(want):,} written; {where}")
 
 
 def job_metadata(checkpoint_id: int, states: Sequence[tuple[str, Any]]) -> bytes:

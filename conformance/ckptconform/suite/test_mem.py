@@ -12,6 +12,7 @@ from ckptconform.suite._driver import (
     EXCLUSIVE,
     SHARED,
     JobDriver,
+    assert_same_bytes,
     expect_error,
     fail_message,
     payload,
@@ -105,8 +106,10 @@ def test_default_maximum(sandbox):
     drv = JobDriver(sandbox)
     open_stream = _streams(drv)["exclusive"]
     blob = payload(DEFAULT_MAX)
-    assert read_handle(_write(open_stream, blob, [1 << 20] * 5)) == blob, fail_message(
-        "MEM-5", "5 MiB of state, default maximum", sandbox
+    assert_same_bytes(
+        read_handle(_write(open_stream, blob, [1 << 20] * 5)),
+        blob,
+        fail_message("MEM-5", "5 MiB of state, default maximum", sandbox),
     )
     expect_error(
         OSError,

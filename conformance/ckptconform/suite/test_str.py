@@ -19,6 +19,7 @@ from ckptconform.suite._driver import (
     EXCLUSIVE,
     SHARED,
     JobDriver,
+    assert_same_bytes,
     call_outcome,
     expect_error,
     fail_message,
@@ -77,8 +78,8 @@ def test_round_trip_any_chunking(sandbox, target, data, size, scope):
         threshold=threshold,
     )
     assert handle is not None, msg + "\nclose_and_get_handle() returned None for non-empty state"
-    assert read_handle(handle) == blob, msg + "\nthe handle read other bytes"
-    assert read_handle(handle) == blob, msg + "\na second read gave other bytes"
+    assert_same_bytes(read_handle(handle), blob, msg + "\nthe handle read other bytes")
+    assert_same_bytes(read_handle(handle), blob, msg + "\na second read gave other bytes")
     assert handle.state_size in (size, -1), msg + f"\nstate_size {handle.state_size} != {size}"
 
 
@@ -578,7 +579,7 @@ def test_large_state_round_trips_in_parts(sandbox, target):
             handle = drv.write(factory, blob, scope, sizes)
         msg = fail_message("STR-14", f"{scope} state of 15 MiB", sandbox, sizes=sizes)
         assert handle is not None, msg
-        assert read_handle(handle) == blob, msg
+        assert_same_bytes(read_handle(handle), blob, msg)
         assert handle.state_size in (len(blob), -1), msg + f"\nstate_size {handle.state_size}"
         if requests is not None and file_path(handle) is not None:
             _check_parts(requests, sandbox.raw_path(file_path(handle)), msg)
@@ -664,26 +665,13 @@ def test_large_state_in_writes_across_parts(sandbox, target, case):
         if isinstance(written[0], Exception):
             raise written[0]
         back = read_handle(written[0])
-    assert len(back) == len(blob), msg + f"\n{len(back)} bytes read back, {len(blob)} written"
-    assert back == blob, msg + f"\nthe first differing byte is at {_first_difference(back, blob)}"
+    assert_same_bytes(back, blob, msg)
 
 
 def _distinct_chunks(sizes: list[int]) -> bytes:
     """Bytes for writes of ``sizes``: random, another seed for each write, so that a slice
     dropped, repeated or moved within or across writes changes what reads back."""
     return b"".join(random.Random(n).randbytes(size) for n, size in enumerate(sizes))
-
-
-def _first_difference(one: bytes, other: bytes) -> int:
-    """The offset of the first byte where ``one`` and ``other`` differ (or the shorter's end)."""
-    return next(
-        (
-            i
-            for i in range(0, min(len(one), len(other)), 4096)
-            if one[i : i + 4096] != other[i : i + 4096]
-        ),
-        min(len(one), len(other)),
-    )
 
 
 def _stop_runaway_upload(sandbox: Any) -> None:
@@ -723,7 +711,7 @@ def test_fixed_upload_size_gives_equal_parts(sandbox, target, backend):
     msg = fail_message("STR-14", "101 MiB of state with fixed_upload_size", sandbox)
     if file_path(handle) is None:  # kept in memory (memory-limit targets): nothing went up
         with tagged("STR-14", "read back 101 MiB of state kept in memory", sandbox):
-            assert read_handle(handle) == blob, msg + "\nthe state does not read back"
+            assert_same_bytes(read_handle(handle), blob, msg + "\nthe state does not read back")
         return
     key = sandbox.raw_path(file_path(handle)).split("/", 1)[1]
     parts = [
@@ -739,7 +727,7 @@ def test_fixed_upload_size_gives_equal_parts(sandbox, target, backend):
     assert len(set(parts[:-1])) == 1, msg + f"\nparts of unequal size before the last: [{shown}]"
     with tagged("STR-14", "read back 101 MiB of state with fixed_upload_size", sandbox):
         back = read_handle(handle)
-    assert back == blob, msg + f"\nthe first differing byte is at {_first_difference(back, blob)}"
+    assert_same_bytes(back, blob, msg)
 
 
 def _part_number(query: str) -> int:
