@@ -20,4 +20,6 @@ if [[ -z ${CKPTCONFORM_JOBMANAGER_REPORT:-} ]] &&
     ckptstore-jobmanager local,moto | sed 's/^/test: /'; then
   export CKPTCONFORM_JOBMANAGER_REPORT="$PWD/conformance-report/jobmanager/conformance.json"
 fi
-exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --durations=20 "$@"
+# one test at a time to each worker: by default pytest-xdist hands a worker a queue of tests,
+# and at the end one worker works through its queue while the others are idle
+exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --maxschedchunk=1 --durations=20 "$@"
