@@ -75,8 +75,7 @@ def promise_listing(sandbox: Any) -> str:
     return f"<<listing of {root}>>"
 
 
-def _listing(match: re.Match[str]) -> str:
-    root = match.group(1)
+def _listing(root: str) -> str:
     with _PROMISED_LOCK:
         sandbox = _PROMISED.get(root)
     if sandbox is None:
@@ -89,7 +88,19 @@ def _listing(match: re.Match[str]) -> str:
 
 def fill_listings(exc: BaseException | None) -> None:
     """Replace the promised listings in the messages of ``exc``, its causes and contexts and
-    the members of its groups, with the listings as they are now."""
+    the members of its groups, with the listings as they are now: each root listed once,
+    though a ``tagged`` failure and the assertion it wraps both promise it."""
+    taken: dict[str, str] = {}
+
+    def filled(text: str) -> str:
+        def one(match: re.Match[str]) -> str:
+            root = match.group(1)
+            if root not in taken:
+                taken[root] = _listing(root)
+            return taken[root]
+
+        return _PROMISE.sub(one, text)
+
     pending: list[BaseException] = [] if exc is None else [exc]
     seen: set[int] = set()
     while pending:
@@ -97,11 +108,11 @@ def fill_listings(exc: BaseException | None) -> None:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        if current.args and isinstance(current.args[0], str) and "<<listing of " in current.args[0]:
-            current.args = (_PROMISE.sub(_listing, current.args[0]), *current.args[1:])
+        if current.args and isinstance(current.args[0], str) and _PROMISE.search(current.args[0]):
+            current.args = (filled(current.args[0]), *current.args[1:])
         message = getattr(current, "msg", None)  # pytest.fail's exception keeps its text here
-        if isinstance(message, str) and "<<listing of " in message:
-            current.msg = _PROMISE.sub(_listing, message)  # type: ignore[attr-defined]
+        if isinstance(message, str) and _PROMISE.search(message):
+            current.msg = filled(message)  # type: ignore[attr-defined]
         if isinstance(current, BaseExceptionGroup):
             pending.extend(current.exceptions)
         pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)

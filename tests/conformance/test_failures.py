@@ -128,3 +128,14 @@ def test_a_listing_that_fails_or_whose_sandbox_is_gone_says_so():
     fill_listings(error)
     assert "<listing failed: OSError: the store is gone>" in str(error)
     assert "s3://bucket/gone: (not listed: its sandbox is gone)" in str(error)
+
+
+def test_a_root_promised_by_a_failure_and_its_cause_is_listed_once():
+    sandbox = _Sandbox("file:///x/twice")
+    inner = AssertionError(f"[STR-1] read\n{promise_listing(sandbox)}")
+    outer = ClauseFailure(("STR-1",), f"[STR-1] write\n{promise_listing(sandbox)}\n{inner}")
+    outer.__cause__ = inner
+    fill_listings(outer)
+    assert sandbox.listed == 1
+    assert str(outer).count("a.bin (4 bytes)") == 2
+    assert str(inner).endswith("a.bin (4 bytes)")
