@@ -226,7 +226,9 @@ def _handles_to_java(handles: Any) -> Any:
 
 def _handles_from_java(java_list: Any) -> list[StreamStateHandle]:
     result = []
-    for java_handle in java_list:
+    # by index, not py4j's iterator: that one ends on a Java exception, which PySpark's error
+    # handler (installed in a process that ran Spark) turns into an AssertionError
+    for java_handle in java_list.toArray():
         handle = _handle_from_java(java_handle)
         assert handle is not None
         result.append(handle)

@@ -245,6 +245,9 @@ def test_unreachable_upstream_is_a_bad_gateway():
 
 
 def test_stop_closes_the_port_and_joins_the_threads(moto_url):
+    direct = _client(moto_url)
+    if not direct.exists(BUCKET):  # this test may be the first of its module on this worker
+        direct.mkdir(BUCKET)
     proxy = CountingProxy(moto_url)
     proxy.start()
     port = proxy.port

@@ -242,3 +242,23 @@ def test_objects_of_a_stopped_gateway_fail_quietly(flink_ready, caplog):
     del stale
     gc.collect()
     assert [r for r in caplog.records if r.name.startswith("py4j")] == []
+
+
+def test_flinks_answers_bypass_the_hook_of_pyspark(flink_storage, root: Path, monkeypatch):
+    """In a process that made a SparkSession, PySpark's hook on py4j looks every Java exception
+    up in Spark's JVM: without Spark running, Flink's exceptions and the end of py4j's
+    iterators became AssertionErrors."""
+    import py4j.java_gateway
+    from pyspark.errors.exceptions.captured import install_exception_handler
+
+    from flinktarget import gateway
+
+    monkeypatch.setattr(py4j.java_gateway, "get_return_value", py4j.java_gateway.get_return_value)
+    install_exception_handler()  # what SparkSession() does
+    with pytest.raises(FileNotFoundError, match="FileNotFoundException"):
+        flink_storage.resolve_checkpoint((root / "nothing-here").as_uri())
+    listed = gateway.jvm().java.util.ArrayList()
+    listed.add(7)
+    install_exception_handler()  # a second SparkSession puts the hook back
+    with gateway.java_errors("iterate"):
+        assert list(listed) == [7]

@@ -218,6 +218,7 @@ def _start() -> _Gateway:
 def gateway() -> Any:
     """This process's ``JavaGateway``, started on first use."""
     global _current, _registered
+    _keep_pyspark_hook_off()
     current = _current
     if current is not None and current.pid == os.getpid():
         return current.gateway
@@ -231,6 +232,29 @@ def gateway() -> Any:
                 atexit.register(stop)
                 _registered = True
         return current.gateway
+
+
+def _keep_pyspark_hook_off() -> None:
+    """Let this gateway's answers bypass the hook PySpark puts on py4j in a process that made a
+    SparkSession: that hook looks Java exceptions up in Spark's JVM, so one of Flink's would turn
+    into an ``AssertionError`` (no Spark running) or be asked about in the wrong JVM, and
+    py4j's iterators, which end on a Java exception, would fail. Checked on every use, as
+    each new SparkSession puts the hook back; other gateways still go through it."""
+    import py4j.java_gateway
+    import py4j.protocol
+
+    hooked = py4j.java_gateway.get_return_value
+    if hooked is py4j.protocol.get_return_value or getattr(hooked, "_ckptconform", False):
+        return
+    plain = py4j.protocol.get_return_value
+
+    def get_return_value(answer: str, gateway_client: Any, *args: Any) -> Any:
+        current = _current
+        ours = current is not None and gateway_client is current.gateway._gateway_client
+        return (plain if ours else hooked)(answer, gateway_client, *args)
+
+    get_return_value._ckptconform = True  # type: ignore[attr-defined]
+    py4j.java_gateway.get_return_value = get_return_value
 
 
 def jvm() -> Any:
@@ -312,6 +336,7 @@ def java_errors(action: str) -> Iterator[None]:
     """Re-raise py4j errors of the block as the contract's built-in exception types."""
     from py4j.protocol import Py4JError
 
+    _keep_pyspark_hook_off()
     try:
         yield
     except Py4JError as exc:

@@ -102,7 +102,9 @@ def subtask_streams(metadata: Any) -> dict[tuple[str, int], list[Any]]:
                 ):
                     name = str(handle.getClass().getName())
                     if name == _STATE + "IncrementalRemoteKeyedStateHandle":
-                        for item in list(handle.getSharedState()) + list(handle.getPrivateState()):
+                        for item in _items(handle.getSharedState()) + _items(
+                            handle.getPrivateState()
+                        ):
                             handles.append(item.getHandle())
                     else:
                         handles.append(handle.getDelegateStateHandle())
@@ -142,17 +144,17 @@ def _count(handle: Any, counts: Counter[str]) -> None:
         _count(handle.getDelegateStateHandle(), counts)
     elif name == _STATE + "IncrementalRemoteKeyedStateHandle":
         _count(handle.getMetaDataStateHandle(), counts)
-        for item in list(handle.getSharedState()) + list(handle.getPrivateState()):
+        for item in _items(handle.getSharedState()) + _items(handle.getPrivateState()):
             _count(item.getHandle(), counts)
     elif "ChannelStateHandle" in simple or "SubpartitionStateHandle" in simple:
         _count(handle.getDelegate(), counts)
     elif simple.endswith("ChangelogStateBackendHandleImpl"):
-        for nested in list(handle.getMaterializedStateHandles()) + list(
+        for nested in _items(handle.getMaterializedStateHandles()) + _items(
             handle.getNonMaterializedStateHandles()
         ):
             _count(nested, counts)
     elif simple.endswith("ChangelogStateHandleStreamImpl"):
-        for pair in handle.getHandlesAndOffsets():
+        for pair in _items(handle.getHandlesAndOffsets()):
             _count(pair.getField(0), counts)
 
 
@@ -168,6 +170,9 @@ def read_state(handle: Any) -> bytes:
 
 
 def _items(collection: Any) -> list[Any]:
+    """A Java collection's elements, through an array: py4j's iterator ends on a Java
+    exception, which PySpark's error handler (installed in a process that ran Spark) turns into
+    an AssertionError."""
     return [] if collection is None else list(collection.toArray())
 
 
@@ -209,15 +214,15 @@ def _keyed(handle: Any, streams: list[StreamEntry]) -> None:
         _stream(handle, streams)
     elif name == _STATE + "IncrementalRemoteKeyedStateHandle":
         _stream(handle.getMetaDataStateHandle(), streams)
-        for item in list(handle.getSharedState()) + list(handle.getPrivateState()):
+        for item in _items(handle.getSharedState()) + _items(handle.getPrivateState()):
             _stream(item.getHandle(), streams)
     elif name.endswith("ChangelogStateBackendHandleImpl"):
-        for nested in list(handle.getMaterializedStateHandles()) + list(
+        for nested in _items(handle.getMaterializedStateHandles()) + _items(
             handle.getNonMaterializedStateHandles()
         ):
             _keyed(nested, streams)
     elif name.endswith("ChangelogStateHandleStreamImpl"):
-        for pair in handle.getHandlesAndOffsets():
+        for pair in _items(handle.getHandlesAndOffsets()):
             _stream(pair.getField(0), streams)
 
 
