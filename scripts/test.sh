@@ -20,6 +20,10 @@ if [[ -z ${CKPTCONFORM_JOBMANAGER_REPORT:-} ]] &&
     ckptstore-jobmanager local,moto | sed 's/^/test: /'; then
   export CKPTCONFORM_JOBMANAGER_REPORT="$PWD/conformance-report/jobmanager/conformance.json"
 fi
+# three workers per core, at most 8: the meta-tests spend most of their time waiting on
+# servers, sockets and retry budgets, so two workers leave two cores half idle
+workers=$(($(nproc) * 3))
+((workers <= 8)) || workers=8
 # one test at a time to each worker: by default pytest-xdist hands a worker a queue of tests,
 # and at the end one worker works through its queue while the others are idle
-exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" --maxschedchunk=1 --durations=20 "$@"
+exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-$workers}" --maxschedchunk=1 --durations=20 "$@"
