@@ -19,7 +19,7 @@ __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 SUBCOMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "inspect",
-        "ckptstore.admin.inspect",
+        "ckptstore.admin.inspect_command",
         "what a completed checkpoint or savepoint holds: operators, state, files",
     ),
     (

@@ -1,36 +1,28 @@
-"""``ckptstore inspect POINTER``: what a completed checkpoint or savepoint holds.
+"""What a completed checkpoint or savepoint holds, summarised from its ``_metadata``.
 
-POINTER is its directory or its ``_metadata``, on any scheme the reference reaches
-(``ckptstore.admin.pointer``). The
-answer (:class:`CheckpointSummary`, a plain value; ``--json`` prints ``to_dict()``): the
-checkpoint id, the format version, whether Flink took it as a checkpoint or a savepoint (from
-the checkpoint properties), per operator its id, name and uid (format 5 on), parallelism,
-maximum parallelism, subtasks and which of them hold state, the kinds of state it holds, and
-every file the metadata names, by where it lies: ``exclusive`` (in the checkpoint's own
-directory), ``shared`` and ``task-owned`` (its job's ``shared/`` and ``taskowned/``),
+:func:`summarize` answers with a :class:`CheckpointSummary`, a plain value (``to_dict()`` for
+JSON): the checkpoint id, the format version, whether Flink took it as a checkpoint or a
+savepoint (from the checkpoint properties), per operator its id, name and uid (format 5 on),
+parallelism, maximum parallelism, subtasks and which of them hold state, the kinds of state it
+holds, and every file the metadata names, by where it lies: ``exclusive`` (in the checkpoint's
+own directory), ``shared`` and ``task-owned`` (its job's ``shared/`` and ``taskowned/``),
 ``outside`` (anywhere else: another job's directory after a CLAIM restore), with the bytes
-each must hold; inline state is counted apart. Sizes are what the metadata claims: this
-command reads the ``_metadata`` only (``ckptstore audit`` checks the files).
-
-Exit codes: 0; 1 when the ``_metadata`` is no well-formed metadata; 2 on usage errors and
-for a pointer that does not exist or a store that cannot be reached (one line on stderr).
+each must hold; inline state is counted apart. Sizes are what the metadata claims
+(``ckptstore.admin.audit`` checks the files). ``ckptstore inspect`` is
+``ckptstore.admin.inspect_command``.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ckptstore.admin import arguments, model
+from ckptstore.admin import model
 from ckptstore.admin.audit import url_prefix
-from ckptstore.admin.pointer import load_checkpoint
 from ckptstore.admin.references import MovedTree, checkpoint_references
-from ckptstore.errors import CheckpointStorageError
 from ckptstore.flink_metadata import (
     ByteStreamHandle,
     ChangelogBackendHandle,
@@ -44,7 +36,7 @@ from ckptstore.flink_metadata import (
     SubtaskState,
     stream_handles,
 )
-from ckptstore.paths import StoragePath, parse_storage_path
+from ckptstore.paths import StoragePath
 from flinkmeta._wire import Input
 from flinkmeta.javaser import JavaEnum, JavaObject, read_object
 
@@ -53,8 +45,6 @@ __all__ = [
     "CheckpointSummary",
     "FileSummary",
     "OperatorSummary",
-    "add_arguments",
-    "run",
     "summarize",
 ]
 
@@ -237,46 +227,3 @@ def _snapshot_type(properties: bytes | None) -> str | None:
     name = str(kind.fields.get("name", kind.class_name.rpartition(".")[2]))
     form = kind.fields.get("formatType")
     return f"{name} ({form.constant})" if isinstance(form, JavaEnum) else name
-
-
-# ------------------------------------------------------------------------------ command
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("pointer", help="a checkpoint or savepoint directory, or its _metadata")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    arguments.add_moved_from(parser)
-    parser.add_argument(
-        "--moved-to",
-        metavar="URL",
-        help="with --moved-from: where the tree written at --moved-from lies now (default: "
-        "the checkpoint's directory)",
-    )
-    arguments.add_storage_options(parser)
-
-
-def run(args: argparse.Namespace) -> int:
-    from ckptstore.admin import report
-
-    parser: argparse.ArgumentParser = args.parser
-    options = arguments.storage_options(args, parser)
-    try:
-        loaded = load_checkpoint(args.pointer, options)
-        metadata, directory, size = loaded.metadata, loaded.directory, len(loaded.data)
-        moved = None
-        if args.moved_to and not args.moved_from:
-            parser.error("--moved-to goes with --moved-from")
-        if args.moved_from:
-            target = parse_storage_path(args.moved_to) if args.moved_to else directory
-            moved = MovedTree(parse_storage_path(args.moved_from), target)
-    except MetadataFormatError as exc:
-        return arguments.fail("inspect", exc, arguments.EXIT_PROBLEM)
-    except (CheckpointStorageError, OSError) as exc:
-        return arguments.fail("inspect", exc)
-    summary = summarize(metadata, directory, metadata_bytes=size, moved=moved)
-    if args.json:
-        json.dump(summary.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        report.show_inspect(summary)
-    return arguments.EXIT_OK
