@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("importlinter", reason="import-linter is not installed (extra dev)")
+
 REPO = Path(__file__).resolve().parents[2]
 #: the folders that hold the packages the contracts name (pyproject's package-dir)
 PACKAGE_ROOTS = ("reference", "conformance", "targets")
