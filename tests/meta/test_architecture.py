@@ -1,6 +1,6 @@
 """The dependency rules of docs/ARCHITECTURE.md section 2, as import-linter's contracts
 (``[tool.importlinter]`` in pyproject.toml) and, for the contract module, a query of grimp's
-import graph.
+import graph and a run of its values under an audit hook that records I/O.
 
 Each rule is checked on this tree, and on a scratch copy of the packages where one added import
 breaks it: a rule that a defect does not break would check nothing. The copies come first on
@@ -50,6 +50,47 @@ print(json.dumps(sorted(graph.find_upstream_modules("ckptstore.api"))))
 """
 
 
+#: every concrete value of ``ckptstore.api`` made, read, compared, printed and pickled, with an
+#: audit hook recording the I/O events it raises (files, sockets, processes)
+_API_VALUES = """
+import json, pickle, sys, warnings
+
+import ckptstore.api as api
+import ckptstore.redaction  # repr's lazy import, loaded before the hook
+
+IO = ("open", "os.", "socket.", "shutil.", "subprocess.", "urllib.", "http.", "glob.", "sqlite3.")
+seen = []
+sys.addaudithook(lambda event, args: seen.append(event) if event.startswith(IO) else None)
+
+job = api.JobID.generate()
+assert api.JobID.from_hex(job.bytes_.hex()) == job
+ref = api.encode_path_as_reference("s3://bucket/checkpoints/savepoint-1")
+assert api.decode_path_from_reference(ref) == "s3://bucket/checkpoints/savepoint-1"
+default = api.CheckpointStorageLocationReference.default()
+assert default.is_default and not ref.is_default
+handle = api.ByteStreamStateHandle.of("name", b"state")
+with warnings.catch_warnings(record=True):
+    api.ByteStreamStateHandle.with_random_name(b"state")
+assert handle.open_input_stream().read() == b"state"
+handle.state_size, handle.as_bytes_if_in_memory(), handle.discard_state()
+for value in (job, ref, default, handle, api.CheckpointedStateScope.SHARED):
+    repr(value)
+    assert pickle.loads(pickle.dumps(value)) == value
+print(json.dumps(seen))
+"""
+
+#: a helper of the contract module that reads a file, as a defect would
+_API_IO_DEFECT = """
+_encode = encode_path_as_reference
+
+
+def encode_path_as_reference(path: str) -> CheckpointStorageLocationReference:  # noqa
+    with open(__file__, "rb"):
+        pass
+    return _encode(path)
+"""
+
+
 def _scratch(tmp_path: Path) -> Path:
     """A copy of the packages' folders and pyproject.toml, without caches."""
     for name in PACKAGE_ROOTS:
@@ -61,6 +102,12 @@ def _scratch(tmp_path: Path) -> Path:
 def _add_import(root: Path, module: str, statement: str) -> None:
     path = root / module
     path.write_text(path.read_text() + f"\n{statement}  # noqa\n")
+
+
+def _api_io_events(root: Path) -> list[str]:
+    done = _run(root, sys.executable, "-c", _API_VALUES)
+    assert done.returncode == 0, done.stderr
+    return list(json.loads(done.stdout))
 
 
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -131,3 +178,16 @@ def test_an_import_of_a_third_party_or_the_reference_breaks_the_contract_modules
     breaks = _api_rule_breaks(_api_imports(root))
     assert "fsspec" in breaks
     assert "ckptstore.paths" in breaks
+
+
+def test_the_contract_modules_values_do_no_io() -> None:
+    """A storage author's code may make, compare and pickle the contract's values anywhere
+    (a Spark task, a signal handler): they never touch a file, a socket or a process."""
+    assert _api_io_events(REPO) == []
+
+
+def test_a_helper_that_reads_a_file_breaks_the_no_io_rule(tmp_path: Path) -> None:
+    root = _scratch(tmp_path)
+    path = root / "reference/ckptstore/api.py"
+    path.write_text(path.read_text() + _API_IO_DEFECT)
+    assert "open" in _api_io_events(root)
