@@ -104,8 +104,9 @@ def _add_import(root: Path, module: str, statement: str) -> None:
     path.write_text(path.read_text() + f"\n{statement}  # noqa\n")
 
 
-def _api_io_events(root: Path) -> list[str]:
-    done = _run(root, sys.executable, "-c", _API_VALUES)
+def _child_json(root: Path, script: str) -> list[str]:
+    """What ``script``, run by a child over the packages under ``root``, prints as JSON."""
+    done = _run(root, sys.executable, "-c", script)
     assert done.returncode == 0, done.stderr
     return list(json.loads(done.stdout))
 
@@ -120,12 +121,6 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def _lint(root: Path, contract: str) -> subprocess.CompletedProcess[str]:
     lint = Path(sys.executable).with_name("lint-imports")
     return _run(root, str(lint), "--no-logo", "--no-cache", "--contract", contract)
-
-
-def _api_imports(root: Path) -> set[str]:
-    done = _run(root, sys.executable, "-c", _API_IMPORTS)
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout))
 
 
 def _api_rule_breaks(upstream: set[str]) -> list[str]:
@@ -166,7 +161,7 @@ def test_every_contract_has_a_defect_that_breaks_it() -> None:
 def test_the_contract_module_imports_only_the_standard_library_and_the_errors() -> None:
     """``ckptstore.api`` is what a storage author imports: no I/O library, nothing of the
     reference but its errors (and the redaction its two ``repr`` helpers load lazily)."""
-    assert _api_rule_breaks(_api_imports(REPO)) == []
+    assert _api_rule_breaks(set(_child_json(REPO, _API_IMPORTS))) == []
 
 
 def test_an_import_of_a_third_party_or_the_reference_breaks_the_contract_modules_rule(
@@ -175,7 +170,7 @@ def test_an_import_of_a_third_party_or_the_reference_breaks_the_contract_modules
     root = _scratch(tmp_path)
     _add_import(root, "reference/ckptstore/api.py", "import fsspec")
     _add_import(root, "reference/ckptstore/redaction.py", "from ckptstore import paths")
-    breaks = _api_rule_breaks(_api_imports(root))
+    breaks = _api_rule_breaks(set(_child_json(root, _API_IMPORTS)))
     assert "fsspec" in breaks
     assert "ckptstore.paths" in breaks
 
@@ -183,11 +178,11 @@ def test_an_import_of_a_third_party_or_the_reference_breaks_the_contract_modules
 def test_the_contract_modules_values_do_no_io() -> None:
     """A storage author's code may make, compare and pickle the contract's values anywhere
     (a Spark task, a signal handler): they never touch a file, a socket or a process."""
-    assert _api_io_events(REPO) == []
+    assert _child_json(REPO, _API_VALUES) == []
 
 
 def test_a_helper_that_reads_a_file_breaks_the_no_io_rule(tmp_path: Path) -> None:
     root = _scratch(tmp_path)
     path = root / "reference/ckptstore/api.py"
     path.write_text(path.read_text() + _API_IO_DEFECT)
-    assert "open" in _api_io_events(root)
+    assert "open" in _child_json(root, _API_VALUES)

@@ -96,13 +96,6 @@ def test_entry_points_name_the_targets() -> None:
         assert loaded.name == name
 
 
-def test_no_ckptconform_import() -> None:
-    """ARCHITECTURE.md section 2: the reference never imports ckptconform."""
-    source = (REPO / "reference" / "ckptstore" / "conformance.py").read_text()
-    assert "import ckptconform" not in source
-    assert "from ckptconform" not in source
-
-
 # ----------------------------------------------------------------------------- FS target
 
 
