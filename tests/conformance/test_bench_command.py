@@ -20,10 +20,33 @@ MIB = 1 << 20
 def _bench(tmp_path: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BROKEN_DIR), env.get("PYTHONPATH")) if p)
-    return subprocess.run(
-        [sys.executable, "-m", "ckptconform.cli", "bench", *args],
-        capture_output=True, text=True, cwd=tmp_path, timeout=timeout, check=False, env=env,
-    )  # fmt: skip
+    command = [sys.executable, "-m", "ckptconform.cli", "bench", *args]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env
+    ) as child:
+        try:
+            stdout, stderr = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            raise
+    run = subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+    run.pid = child.pid  # type: ignore[attr-defined]  # names the run's temporary directories
+    return run
+
+
+def test_a_local_directory_is_named_after_its_process():
+    """The quick run's leftover check below looks for its own process id in the name."""
+    from ckptconform.bench.measure import RamDiskBackend
+
+    backend = RamDiskBackend()
+    backend.parent_dir = None  # where /dev/shm is missing too
+    backend.start()
+    try:
+        made = backend.base_url[len("file://") :]
+        assert f"/ckptconform-ramdisk-{os.getpid()}-" in made
+    finally:
+        backend.stop()
+    assert not os.path.exists(made), made
 
 
 @pytest.mark.parametrize(
@@ -86,7 +109,9 @@ def test_quick_run_against_the_reference(tmp_path):
         assert ramdisk["error"] is None, ramdisk
         assert ramdisk["label"].endswith("ramdisk"), ramdisk["label"]
         assert "target 8 / 1" in ramdisk["ratios"]
-        assert not [p for p in os.listdir("/dev/shm") if p.startswith("ckptconform-ramdisk-")]
+        # its own directory only: other tests' runs may hold theirs at this moment
+        mine = f"ckptconform-ramdisk-{run.pid}-"
+        assert not [p for p in os.listdir("/dev/shm") if p.startswith(mine)]
     rss = {(e["leg"], e["variant"]): e for e in document["rss"]}
     assert set(rss) == {(leg, v) for leg in ("local", "moto") for v in ("target", "fsspec")}
     assert all(e["size"] == 256 * MIB and "error" not in e for e in rss.values()), rss

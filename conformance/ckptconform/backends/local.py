@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,7 +26,9 @@ class LocalBackend(Backend):
     def _start(self) -> None:
         from fsspec.implementations.local import LocalFileSystem
 
-        made = tempfile.mkdtemp(prefix=f"ckptconform-{self.name}-", dir=self.parent_dir)
+        # the process id in the name tells whose directory a leftover is, after a killed run
+        prefix = f"ckptconform-{self.name}-{os.getpid()}-"
+        made = tempfile.mkdtemp(prefix=prefix, dir=self.parent_dir)
         self._dir = Path(made).resolve()
         self._fs = LocalFileSystem(skip_instance_cache=True)
 
