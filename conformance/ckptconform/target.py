@@ -378,15 +378,33 @@ def _string_set(value: Any, attr: str, problems: list[str]) -> frozenset[str] | 
 def _version_of(module_name: str) -> str | None:
     top = module_name.partition(".")[0]
     try:
-        distributions = metadata.packages_distributions().get(top, [])
-        if distributions:
-            return metadata.version(distributions[0])
+        distribution = _distribution_of(top)
+        if distribution is not None:
+            return metadata.version(distribution)
     except Exception:
         pass
     try:
         return str(getattr(importlib.import_module(top), "__version__"))  # noqa: B009
     except Exception:
         return None
+
+
+def _distribution_of(top: str) -> str | None:
+    """The installed distribution that holds the top-level module ``top``, as
+    ``metadata.packages_distributions()`` would name it, from each distribution's
+    ``top_level.txt`` or else the first parts of its ``RECORD``: a search by text that stops at
+    the first match (``packages_distributions`` makes a path object per file of every
+    distribution, about 0.2 s of CPU in each suite run)."""
+    for distribution in metadata.distributions():
+        names = distribution.read_text("top_level.txt")
+        if names is None:
+            record = distribution.read_text("RECORD") or ""
+            names = "\n".join(
+                line.partition(",")[0].partition("/")[0] for line in record.splitlines()
+            )
+        if top in {name.strip().removesuffix(".py") for name in names.splitlines()}:
+            return str(distribution.metadata["Name"])
+    return None
 
 
 def _short(exc: BaseException) -> str:

@@ -771,3 +771,17 @@ def test_a_spark_test_is_in_the_spark_column(tmp_path):
                      "--spark-master=none", "test_spark_tests.py")  # fmt: skip
     assert report["clauses"][MUST]["backends"] == {"local": "NOTRUN", "spark": "SKIP"}
     assert "| local | spark | result |" in (tmp_path / "rep" / "conformance.md").read_text()
+
+
+def test_hypothesis_keeps_its_caches_where_its_own_setting_says(tmp_path, monkeypatch):
+    """``HYPOTHESIS_STORAGE_DIRECTORY`` wins over the kit's temporary directory: runs that
+    name one share the constants hypothesis reads from the code under test."""
+    home = tmp_path / "hypothesis-home"
+    monkeypatch.setenv("HYPOTHESIS_STORAGE_DIRECTORY", str(home))
+    run = run_pytest(
+        tmp_path, "--impl=ckptstore", "--backend=memory", "--spark-master=none",
+        "-k", "test_threshold_boundary", "-q",
+    )  # fmt: skip
+    assert run.returncode == 0, run
+    assert any((home / "constants").iterdir()), run
+    assert not (tmp_path / ".hypothesis").exists()

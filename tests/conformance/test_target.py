@@ -302,3 +302,18 @@ def test_import_root_is_where_the_target_was_found(tmp_path, monkeypatch):
     target = load_target("rootpkg.sub")
     assert target.import_root == str(tmp_path.resolve())
     assert target.import_root not in default_import_path()
+
+
+def test_a_targets_distribution_is_the_one_the_standard_library_names():
+    """The version in the report header comes from the distribution holding the target's
+    top-level module: found by a text search, it agrees with ``packages_distributions`` for
+    every top-level name installed here, and is None for a module no distribution holds."""
+    from importlib import metadata
+
+    from ckptconform.target import _distribution_of
+
+    known = metadata.packages_distributions()
+    assert {"ckptstore", "ckptconform", "pytest", "_pytest", "moto"} <= set(known)
+    for top, distributions in known.items():
+        assert _distribution_of(top) == distributions[0], top
+    assert _distribution_of("ckptbroken") is None
