@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import json
 import os
 import select
@@ -98,6 +99,9 @@ def serve() -> None:
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             __import__(name)
+    # What the imports made is never garbage: the collector of a child (pytest collects five
+    # times as a run ends) skips it instead of walking it each time, about 0.15 s per run.
+    gc.freeze()
     reply = sys.stdout
     for line in sys.stdin:
         request = json.loads(line)
