@@ -24,6 +24,6 @@ fi
 # servers, sockets and retry budgets, so two workers leave two cores half idle
 workers=$(($(nproc) * 3))
 ((workers <= 8)) || workers=8
-# one test at a time to each worker: by default pytest-xdist hands a worker a queue of tests,
-# and at the end one worker works through its queue while the others are idle
-exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-$workers}" --maxschedchunk=1 --durations=20 "$@"
+# tests/conftest.py hands the workers the longest tests first, a few at a time, and the tests
+# that share a Spark session to one worker
+exec .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-$workers}" --durations=20 "$@"
