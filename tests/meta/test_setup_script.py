@@ -82,7 +82,9 @@ def test_changed_pyproject_or_extras_installs_again(tmp_path):
     _setup(root)
     assert len(_installs(tmp_path)) == 2
     _setup(root, extras="[s3]")
-    assert _installs(tmp_path)[-1].startswith("uv pip install --quiet --python .venv/bin/python")
+    assert _installs(tmp_path)[-1].startswith(
+        "uv pip install --quiet --compile-bytecode --python .venv/bin/python"
+    )
     assert "-e .[s3]" in _installs(tmp_path)[-1]
 
 
