@@ -75,7 +75,6 @@ class SftpBackend(Backend):
         return None
 
     def _start(self) -> None:
-
         self._dir = tempfile.mkdtemp(prefix="ckptconform-sftp-")
         self._connections = set()
         self._paths = {}
