@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from ckptconform.failures import ClauseFailure
 from ckptconform.suite._driver import (
     EXCLUSIVE,
     SHARED,
@@ -581,6 +582,8 @@ def test_the_clients_own_retry_settings_are_kept(
 #: call that spends S on each of two requests (2 S) misses that bound.
 WHOLE_CALL_SECONDS = 6.0
 WHOLE_CALL_MARGIN = 5.0
+#: tries at preparing REQ-13's call (a new job each) while the storage answers with an OSError
+WHOLE_CALL_PREPARATIONS = 3
 
 
 #: REQ-13's calls on a state file: none where the target keeps the state inline.
@@ -651,10 +654,18 @@ def test_a_call_keeps_to_its_retry_budget_as_a_whole(sandbox, target, ledger, ca
     it makes."""
     seconds = WHOLE_CALL_SECONDS
     bound = seconds + WHOLE_CALL_MARGIN
-    drv = JobDriver(sandbox, **_options(target), retry_seconds=seconds)
-    with tagged("REQ-13", f"prepare {call}", sandbox):
-        drv.init_base()
-        work = _hung_call(call, drv)
+    # The call is prepared under the same budget, before any fault: on a loaded machine a slow
+    # server can take longer than S for one write, which says nothing of the hung call.
+    for attempt in range(1, WHOLE_CALL_PREPARATIONS + 1):
+        drv = JobDriver(sandbox, **_options(target), retry_seconds=seconds)
+        try:
+            with tagged("REQ-13", f"prepare {call}", sandbox):
+                drv.init_base()
+                work = _hung_call(call, drv)
+            break
+        except ClauseFailure as failure:
+            if attempt == WHOLE_CALL_PREPARATIONS or not isinstance(failure.__cause__, OSError):
+                raise
     if work is None:
         pytest.skip(f"{call}: no request (inline state) or no fast duplication here")
     ledger.inject(None, delay=60, times=None)
