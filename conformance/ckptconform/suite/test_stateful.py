@@ -417,19 +417,17 @@ class CheckpointMachine(RuleBasedStateMachine):
         return [(file_path(h), what) for h, what in live if file_path(h)]
 
     @invariant()
-    def live_state_exists(self) -> None:
+    def the_store_holds_what_the_model_holds(self) -> None:
+        """Live state exists and removed state is gone (one listing of the sandbox per step)."""
+        live = self._live_files()
+        present = self.sandbox.existing([path for path, _ in live + self.removed])
         clause, operation = self.last
-        for path, what in self._live_files():
+        for path, what in live:
             blame = "TOW-3" if what == "task-owned state" and clause == "DIS-3" else clause
-            self._check(
-                self.sandbox.exists(path), blame, f"{what} is gone after {operation}", file=path
-            )
-
-    @invariant()
-    def removed_state_is_gone(self) -> None:
+            self._check(path in present, blame, f"{what} is gone after {operation}", file=path)
         for path, clause in self.removed:
             self._check(
-                not self.sandbox.exists(path),
+                path not in present,
                 clause,
                 "state that disposal or discard removed is still there",
                 file=path,
