@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from ckptconform.backends.local import LocalBackend
-from ckptconform.backends.memory import MemoryBackend
+from ckptconform.backends import DEFAULT_BACKENDS, resolve_backend
+from ckptconform.backends.base import Backend
 from ckptconform.sandbox import Sandbox
 
 
 @contextlib.contextmanager
-def _started(name: str) -> Iterator[Any]:
-    if name == "moto":
-        pytest.importorskip("moto", reason="the moto leg needs moto (the s3 extra)")
-        from ckptconform.backends.moto import MotoBackend
-
-        backend: Any = MotoBackend()
-    else:
-        backend = {"local": LocalBackend, "memory": MemoryBackend}[name]()
+def _started(name: str) -> Iterator[Backend]:
+    backend = resolve_backend(name)()
+    reason = backend.availability()
+    if reason is not None:
+        pytest.skip(reason)
     try:
         backend.start()
         yield backend
@@ -40,7 +36,7 @@ def _write(sandbox: Sandbox, url: str) -> None:
     sandbox.backend.raw.pipe_file(path, b"x")
 
 
-@pytest.mark.parametrize("name", ["local", "memory", "moto"])
+@pytest.mark.parametrize("name", DEFAULT_BACKENDS)
 def test_existing_answers_as_exists_does_for_each_url(name):
     with _started(name) as backend:
         sandbox = Sandbox(backend, target=None)
